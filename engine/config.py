@@ -111,6 +111,10 @@ class Config:
     user_id: str = "local"
     source: Path | None = None
 
+    def with_user(self, user_id: str) -> Config:
+        """The same config for another user (`--user` overrides the file)."""
+        return replace(self, user_id=user_id)
+
 
 # --------------------------------------------------------------------------- schema
 
@@ -203,11 +207,13 @@ def _url(value: object) -> object:
 _USER_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
+def valid_user_id(value: object) -> bool:
+    """It becomes a directory name under users/, so it must not climb or be empty."""
+    return isinstance(value, str) and bool(_USER_ID.fullmatch(value)) and value not in (".", "..")
+
+
 def _user_id(value: object) -> object:
-    # It becomes a directory name under users/, so it must not climb or be empty.
-    if isinstance(value, str) and _USER_ID.fullmatch(value) and value not in (".", ".."):
-        return value
-    return _INVALID
+    return value if valid_user_id(value) else _INVALID
 
 
 _NON_EMPTY = "a non-empty string"

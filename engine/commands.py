@@ -1,0 +1,116 @@
+"""Slash commands: direct control of the session, never model input.
+
+A command run is logged as `command/run` … `command/done` and nothing else:
+it never enters the surface and never consumes a turn number. Front ends
+add their own commands (/quit, /archive …) to the same registry, so /help,
+completion and the command palette all read one list.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from engine import log as k
+from engine.log import SessionLog
+
+Handler = Callable[[str], Awaitable[str]]
+
+
+class CommandError(Exception):
+    """A command refused or failed; str(e) is the exact text the user sees."""
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    summary: str
+    handler: Handler
+    takes_args: bool = False
+    usage: str = ""
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    name: str
+    ok: bool
+    text: str
+
+
+def is_command(text: str) -> bool:
+    """A line starting with one slash and a word; '//x' is an escaped prompt."""
+    stripped = text.strip()
+    return stripped.startswith("/") and not stripped.startswith("//") and len(stripped) > 1
+
+
+class CommandRegistry:
+    def __init__(self, log: SessionLog) -> None:
+        self.log = log
+        self._commands: dict[str, Command] = {}
+
+    def register(self, command: Command) -> None:
+        self._commands[command.name] = command
+
+    def add(
+        self, name: str, summary: str, *, takes_args: bool = False, usage: str = ""
+    ) -> Callable[[Handler], Handler]:
+        """Decorator form of register."""
+
+        def wrap(handler: Handler) -> Handler:
+            self.register(Command(name, summary, handler, takes_args, usage))
+            return handler
+
+        return wrap
+
+    def __iter__(self) -> Any:
+        return iter(sorted(self._commands.values(), key=lambda c: c.name))
+
+    def get(self, name: str) -> Command | None:
+        return self._commands.get(name)
+
+    def resolve(self, text: str) -> tuple[Command, str]:
+        """Find the command for a line, or say exactly why not."""
+        word, _, rest = text.strip()[1:].partition(" ")
+        name = word.lower()
+        command = self._commands.get(name)
+        if command is None:
+            close = difflib.get_close_matches(name, list(self._commands), n=1, cutoff=0.5)
+            hint = f" (did you mean /{close[0]}?)" if close else " (type /help for the list)"
+            raise CommandError(f"unknown command /{word}{hint}")
+        args = rest.strip()
+        if args and not command.takes_args:
+            raise CommandError(f"/{name} takes no arguments (got {args!r})")
+        return command, args
+
+    async def run(self, text: str) -> CommandResult:
+        """Resolve and run one command line, logging its lifecycle."""
+        try:
+            command, args = self.resolve(text)
+        except CommandError as exc:
+            return CommandResult(text.strip().split()[0][1:], False, str(exc))
+        run = self.log.append(k.COMMAND_RUN, name=command.name, args=args)
+        try:
+            result = await command.handler(args)
+        except CommandError as exc:
+            self.log.append(k.COMMAND_DONE, name=command.name, run=run["seq"], error=str(exc))
+            return CommandResult(command.name, False, str(exc))
+        except asyncio.CancelledError:
+            self.log.append(k.COMMAND_DONE, name=command.name, run=run["seq"], error="cancelled")
+            raise
+        except Exception as exc:  # a command bug is reported, not a traceback
+            text = f"/{command.name} failed: {type(exc).__name__}: {exc}"
+            self.log.append(k.COMMAND_DONE, name=command.name, run=run["seq"], error=text)
+            return CommandResult(command.name, False, text)
+        self.log.append(k.COMMAND_DONE, name=command.name, run=run["seq"], result=result)
+        return CommandResult(command.name, True, result)
+
+    def help_text(self) -> str:
+        width = max((len(c.name) + len(c.usage) for c in self), default=0) + 2
+        lines = []
+        for command in self:
+            label = f"/{command.name}{(' ' + command.usage) if command.usage else ''}"
+            lines.append(f"  {label:<{width}} {command.summary}")
+        return "Commands:\n" + "\n".join(lines)

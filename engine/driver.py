@@ -1,0 +1,400 @@
+"""The driver: a FIFO inbox of user input, turn admission, and the turn loop.
+
+Every accepted input gets a stable InboxItemId and an `inbox/queued` event,
+so a prompt typed while something else runs keeps its identity and its
+place, and survives a crash. Right of way to the next turn is decided
+synchronously: a waking send schedules its claim with `call_soon`, and from
+the moment it is accepted it owns the next turn, even though the claim has
+not run yet. `reserve_turn_admission()` is the only other way to hold that
+boundary, and it never creates a second queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal, NewType, Protocol
+
+from engine import log as k
+from engine.log import SessionLog
+from engine.surface import Message, Surface
+from engine.tools import ToolBox
+
+InboxItemId = NewType("InboxItemId", int)
+Placement = Literal["follow-up", "next-step"]
+
+
+class DriverClosedError(RuntimeError):
+    """Input after teardown has nowhere to go; the caller must keep it."""
+
+
+@dataclass
+class InboxItem:
+    id: InboxItemId
+    text: str
+    waking: bool
+    placement: Placement
+
+
+class ModelPort(Protocol):
+    """What the driver needs from a model client (engine.model.ModelClient)."""
+
+    async def complete(
+        self,
+        messages: list[Message],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        on_delta: Callable[[str], None] | None = None,
+        model: str | None = None,
+    ) -> Any: ...
+
+
+class TurnHooks(Protocol):
+    """Where compaction plugs into a turn without the driver knowing how."""
+
+    async def before_request(self, driver: Driver, turn: int) -> None: ...
+
+    async def on_overflow(self, driver: Driver, turn: int) -> bool: ...
+
+
+class Observer(Protocol):
+    def on_delta(self, turn: int, text: str) -> None: ...
+
+    def on_state(self) -> None: ...
+
+
+ContextBuilder = Callable[[list[Message]], Awaitable[list[Message]]]
+
+
+class Driver:
+    """Owns the inbox and runs one turn at a time over a session log."""
+
+    def __init__(
+        self,
+        log: SessionLog,
+        model: ModelPort,
+        *,
+        tools: ToolBox | None = None,
+        system_prompt: str = "",
+        hooks: TurnHooks | None = None,
+        context: ContextBuilder | None = None,
+    ) -> None:
+        self.log = log
+        self.model = model
+        self.tools = tools or ToolBox()
+        self.system_prompt = system_prompt
+        self.hooks = hooks
+        self.context = context
+        self.surface = Surface.from_events(log.events)
+        log.listeners.insert(0, self.surface.apply)
+        self.observers: list[Observer] = []
+        self._inbox: list[InboxItem] = []
+        self._steering: list[InboxItem] = []
+        self._claim: asyncio.Handle | None = None
+        self._reservation: object | None = None
+        self._turn_task: asyncio.Task[None] | None = None
+        self._running_turn: int | None = None
+        self._partial: list[str] = []
+        self._idle = asyncio.Event()
+        self._closed = False
+        self._restore_inbox()
+        self._update_idle()
+
+    # -- state ---------------------------------------------------------------
+
+    @property
+    def running_turn(self) -> int | None:
+        return self._running_turn
+
+    @property
+    def accepts_next_step(self) -> bool:
+        """Steering goes into a running turn only; a reservation has none."""
+        return self._turn_task is not None and not self._turn_task.done()
+
+    @property
+    def reserved(self) -> bool:
+        return self._reservation is not None
+
+    @property
+    def inbox(self) -> list[InboxItem]:
+        """Queued items in FIFO order (steering waiting for the next request first)."""
+        return [*self._steering, *self._inbox]
+
+    @property
+    def partial_reply(self) -> str:
+        return "".join(self._partial)
+
+    def _has_waking(self) -> bool:
+        return any(item.waking for item in self._inbox)
+
+    def _is_idle(self) -> bool:
+        return (
+            self._turn_task is None
+            and self._claim is None
+            and self._reservation is None
+            and not self._has_waking()
+        )
+
+    def _update_idle(self) -> None:
+        if self._is_idle() or self._closed:
+            self._idle.set()
+        else:
+            self._idle.clear()
+
+    def _changed(self) -> None:
+        self._update_idle()
+        for observer in list(self.observers):
+            observer.on_state()
+
+    # -- input ---------------------------------------------------------------
+
+    def send(
+        self, text: str, *, waking: bool = True, placement: Placement = "follow-up"
+    ) -> InboxItemId:
+        """Accept input; it is durable and has its id before this returns.
+
+        Next-step input steers the running turn when the driver accepts it;
+        otherwise it becomes an ordinary follow-up with the same id.
+        """
+        if self._closed:
+            raise DriverClosedError("the session is closed; input was not accepted")
+        event = self.log.append(k.INBOX_QUEUED, text=text, waking=waking, placement=placement)
+        item = InboxItem(InboxItemId(event["seq"]), text, waking, placement)
+        if placement == "next-step" and self.accepts_next_step:
+            self._steering.append(item)
+        else:
+            self._inbox.append(item)
+        if waking:
+            self._arm()
+        self._changed()
+        return item.id
+
+    def inject(self, text: str) -> int:
+        """Durable context that never wakes the driver and is never withheld."""
+        if self._closed:
+            raise DriverClosedError("the session is closed; context was not accepted")
+        event = self.log.append(k.USER_MESSAGE, text=text, source="inject")
+        self._changed()
+        return event["seq"]
+
+    def remove(self, item_id: InboxItemId) -> bool:
+        """Withdraw a queued item before it starts; it stays in the log as removed."""
+        for queue in (self._inbox, self._steering):
+            for item in queue:
+                if item.id == item_id:
+                    queue.remove(item)
+                    self.log.append(k.INBOX_REMOVED, item_id=item_id)
+                    self._changed()
+                    return True
+        return False
+
+    def edit(self, item_id: InboxItemId, text: str) -> bool:
+        """Change a queued item's text; its id and place are kept."""
+        for item in self.inbox:
+            if item.id == item_id:
+                item.text = text
+                self.log.append(k.INBOX_EDITED, item_id=item_id, text=text)
+                self._changed()
+                return True
+        return False
+
+    def _restore_inbox(self) -> None:
+        """Input accepted before a crash but never delivered comes back, quiet.
+
+        It is not run automatically: the user sees it queued and decides.
+        """
+        pending: dict[int, InboxItem] = {}
+        for event in self.log.events:
+            kind = event["kind"]
+            if kind == k.INBOX_QUEUED:
+                item_id = InboxItemId(event["seq"])
+                pending[item_id] = InboxItem(item_id, event.get("text", ""), False, "follow-up")
+            elif kind == k.INBOX_EDITED and event.get("item_id") in pending:
+                pending[event["item_id"]].text = event.get("text", "")
+            elif kind in (k.INBOX_REMOVED, k.USER_MESSAGE):
+                pending.pop(event.get("item_id"), None)
+        self._inbox = list(pending.values())
+
+    # -- admission -----------------------------------------------------------
+
+    def _arm(self) -> None:
+        if self._closed or self._turn_task is not None or self._claim is not None:
+            return
+        if self._reservation is not None or not self._has_waking():
+            return
+        self._claim = asyncio.get_running_loop().call_soon(self._run_claim)
+
+    def _run_claim(self) -> None:
+        self._claim = None
+        if self._closed or self._turn_task is not None or self._reservation is not None:
+            self._changed()
+            return
+        cut = next((i for i, item in enumerate(self._inbox) if item.waking), None)
+        if cut is None:
+            self._changed()
+            return
+        items, self._inbox = self._inbox[: cut + 1], self._inbox[cut + 1 :]
+        self._turn_task = asyncio.get_running_loop().create_task(self._turn(items))
+        self._changed()
+
+    def reserve_turn_admission(self) -> Callable[[], None] | None:
+        """Claim the boundary before the next ordinary turn, synchronously.
+
+        Refused while a turn runs, while another reservation exists, or
+        while an accepted waking item owns the next turn, including one
+        whose claim is scheduled but has not run in this tick.
+        """
+        if self._closed or self._turn_task is not None or self._reservation is not None:
+            return None
+        if self._claim is not None or self._has_waking():
+            return None
+        token = object()
+        self._reservation = token
+
+        def release() -> None:
+            if self._reservation is not token:
+                return
+            self._reservation = None
+            self._arm()
+            self._changed()
+
+        self._changed()
+        return release
+
+    async def when_idle(self) -> None:
+        """Resolve when no turn, claim, reservation or waking input remains."""
+        while True:
+            await self._idle.wait()
+            if self._is_idle() or self._closed:
+                return
+
+    # -- turns ---------------------------------------------------------------
+
+    def cancel(self) -> bool:
+        """Stop the running turn; its partial reply is kept, marked cancelled."""
+        if self._turn_task is None or self._turn_task.done():
+            return False
+        self._turn_task.cancel("cancelled by the user")
+        return True
+
+    async def request_messages(self) -> list[Message]:
+        messages: list[Message] = []
+        if self.system_prompt:
+            messages.append({"role": "system", "content": self.system_prompt})
+        messages.extend(self.surface.messages())
+        if self.context is not None:
+            messages = await self.context(messages)
+        return messages
+
+    def _deliver_steering(self) -> None:
+        while self._steering:
+            item = self._steering.pop(0)
+            self.log.append(k.USER_MESSAGE, text=item.text, item_id=item.id, placement="next-step")
+
+    async def _request(self, turn: int) -> Any:
+        if self.hooks is not None:
+            await self.hooks.before_request(self, turn)
+        self._partial = []
+
+        def on_delta(text: str) -> None:
+            self._partial.append(text)
+            for observer in list(self.observers):
+                observer.on_delta(turn, text)
+
+        tools = self.tools.schemas() or None
+        try:
+            return await self.model.complete(
+                await self.request_messages(), tools=tools, on_delta=on_delta
+            )
+        except Exception as exc:
+            from engine.model import ContextOverflowError
+
+            if not isinstance(exc, ContextOverflowError) or self.hooks is None:
+                raise
+            if not await self.hooks.on_overflow(self, turn):
+                raise
+        self._partial = []
+        return await self.model.complete(
+            await self.request_messages(), tools=tools, on_delta=on_delta
+        )
+
+    async def _turn(self, items: list[InboxItem]) -> None:
+        turn = self.log.tail.last_turn + 1
+        self._running_turn = turn
+        self.log.append(k.TURN_START, turn=turn, items=[item.id for item in items])
+        for item in items:
+            self.log.append(k.USER_MESSAGE, text=item.text, item_id=item.id)
+        status, error = "ok", None
+        pending_calls: list[Any] = []
+        try:
+            while True:
+                self._deliver_steering()
+                completion = await self._request(turn)
+                self._partial = []
+                calls = list(completion.tool_calls)
+                self.log.append(
+                    k.ASSISTANT_MESSAGE,
+                    content=completion.content,
+                    tool_calls=[
+                        {"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls
+                    ],
+                    usage=completion.usage,
+                    model=completion.model,
+                    finish_reason=completion.finish_reason,
+                )
+                pending_calls = list(calls)
+                while pending_calls:
+                    call = pending_calls[0]
+                    content = await self.tools.call(call.name, call.arguments)
+                    self.log.append(k.TOOL_RESULT, call_id=call.id, name=call.name, content=content)
+                    pending_calls.pop(0)
+                if not calls and not self._steering:
+                    break
+        except asyncio.CancelledError:
+            status = "cancelled"
+            if self._partial:
+                self.log.append(
+                    k.ASSISTANT_MESSAGE,
+                    content="".join(self._partial),
+                    tool_calls=[],
+                    cancelled=True,
+                )
+            for call in pending_calls:
+                self.log.append(
+                    k.TOOL_RESULT, call_id=call.id, name=call.name, content="error: cancelled"
+                )
+        except Exception as exc:
+            from engine.model import ModelError
+
+            status = "error"
+            error = str(exc) if isinstance(exc, ModelError) else f"{type(exc).__name__}: {exc}"
+        finally:
+            self._partial = []
+            fields: dict[str, Any] = {"turn": turn, "status": status}
+            if error is not None:
+                fields["error"] = error
+            self.log.append(k.TURN_END, **fields)
+            self._running_turn = None
+            # Steering that arrived too late for this turn becomes a follow-up.
+            self._inbox = sorted([*self._steering, *self._inbox], key=lambda item: item.id)
+            self._steering = []
+            self._turn_task = None
+            self._arm()
+            self._changed()
+
+    # -- teardown ------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Drain the driver's own activity; never wait on a reservation holder."""
+        self._closed = True
+        if self._claim is not None:
+            self._claim.cancel()
+            self._claim = None
+        task = self._turn_task
+        if task is not None:
+            task.cancel("session closing")
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._changed()

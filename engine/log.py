@@ -1,0 +1,214 @@
+"""The append-only session log: one JSON object per line, per thread.
+
+The log is the single source of truth. The surface the model sees, the turn
+counter, the inbox that survives a crash and the compaction lock are all
+derived from it by replay, so a reader only ever needs this file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+Event = dict[str, Any]
+Listener = Callable[[Event], None]
+Clock = Callable[[], datetime]
+
+USER_MESSAGE = "user/message"
+ASSISTANT_MESSAGE = "assistant/message"
+TOOL_RESULT = "tool/result"
+TURN_START = "turn/start"
+TURN_END = "turn/end"
+COMPACT_START = "compact/start"
+COMPACT_SUMMARY = "compact/summary"
+COMPACT_END = "compact/end"
+COMMAND_RUN = "command/run"
+COMMAND_DONE = "command/done"
+END_SEED = "session/end-seed"
+INBOX_QUEUED = "inbox/queued"
+INBOX_REMOVED = "inbox/removed"
+INBOX_EDITED = "inbox/edited"
+
+
+class LogCorruptError(Exception):
+    """A line other than a torn tail is unreadable: loading stops rather than lose data."""
+
+    def __init__(self, path: Path, line: int, problem: str) -> None:
+        super().__init__(f"{path}:{line}: {problem}")
+        self.path = path
+        self.line = line
+        self.problem = problem
+
+
+@dataclass
+class TailState:
+    """What replay knows about open brackets, kept by one transition function.
+
+    `open_turn` and `open_compact` are cleared by `session/end-seed`: whatever
+    was open before the seam belongs to an earlier lifecycle (a crash), so it
+    is stale and must not wedge the resumed session.
+    """
+
+    open_turn: Event | None = None
+    open_compact: Event | None = None
+    end_seed: Event | None = None
+    stale_compacts: list[Event] = field(default_factory=list)
+    last_turn: int = 0
+
+    def apply(self, event: Event) -> None:
+        kind = event["kind"]
+        if kind == TURN_START:
+            self.open_turn = event
+            turn = event.get("turn")
+            if isinstance(turn, int) and turn > self.last_turn:
+                self.last_turn = turn
+        elif kind == TURN_END:
+            if self.open_turn is not None and self.open_turn.get("turn") == event.get("turn"):
+                self.open_turn = None
+        elif kind == COMPACT_START:
+            self.open_compact = event
+        elif kind == COMPACT_END:
+            if self.open_compact is not None and event.get("start") in (
+                None,
+                self.open_compact["seq"],
+            ):
+                self.open_compact = None
+        elif kind == END_SEED:
+            if self.open_compact is not None:
+                self.stale_compacts.append(self.open_compact)
+            self.open_compact = None
+            self.open_turn = None
+            self.end_seed = event
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _format_ts(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+@dataclass
+class LoadResult:
+    events: list[Event]
+    torn: str | None
+    good_bytes: int
+
+
+def read_events(path: Path) -> LoadResult:
+    """Parse a log file; a torn last line is reported, any other bad line raises."""
+    data = path.read_bytes() if path.exists() else b""
+    events: list[Event] = []
+    torn: str | None = None
+    good = 0
+    lines = data.split(b"\n")
+    last_index = len(lines) - 1
+    for index, raw in enumerate(lines):
+        if index == last_index:
+            if raw.strip():
+                # No trailing newline: the write was cut short by a crash.
+                torn = (
+                    f"{path}:{index + 1}: ignored a torn last line "
+                    f"({len(raw)} bytes) left by an interrupted write"
+                )
+            break
+        lineno = index + 1
+        if not raw.strip():
+            raise LogCorruptError(path, lineno, "empty line")
+        try:
+            event = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise LogCorruptError(path, lineno, f"not valid JSON ({exc.msg})") from None
+        if not isinstance(event, dict):
+            raise LogCorruptError(path, lineno, "not a JSON object")
+        seq = event.get("seq")
+        if not isinstance(event.get("kind"), str):
+            raise LogCorruptError(path, lineno, "missing 'kind'")
+        if seq != len(events) + 1:
+            raise LogCorruptError(path, lineno, f"expected seq {len(events) + 1}, found {seq!r}")
+        events.append(event)
+        good += len(raw) + 1
+    return LoadResult(events, torn, good)
+
+
+class SessionLog:
+    """One thread's log: replayed on open, appended one line per event.
+
+    Each append reaches the OS before it returns (so a killed process keeps
+    it); `flush()` adds the fsync that makes it survive a power cut.
+    """
+
+    def __init__(self, path: Path, *, clock: Clock = _utcnow) -> None:
+        self.path = path
+        self.clock = clock
+        self.events: list[Event] = []
+        self.tail = TailState()
+        self.listeners: list[Listener] = []
+        self.torn_report: str | None = None
+        self._fh: Any = None
+
+    @classmethod
+    def open(cls, path: Path, *, clock: Clock = _utcnow) -> SessionLog:
+        """Replay the file and keep it open for appends.
+
+        A torn tail is cut off the file so the next append starts on a clean
+        line; its bytes are kept beside the log, never silently dropped.
+        """
+        log = cls(path, clock=clock)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        loaded = read_events(path)
+        if loaded.torn is not None:
+            raw = path.read_bytes()[loaded.good_bytes :]
+            keep = path.with_name(path.name + f".torn-{len(loaded.events) + 1}")
+            keep.write_bytes(raw)
+            with path.open("r+b") as fh:
+                fh.truncate(loaded.good_bytes)
+            log.torn_report = loaded.torn + f" (kept in {keep.name})"
+        log.events = loaded.events
+        for event in log.events:
+            log.tail.apply(event)
+        log._fh = path.open("a", encoding="utf-8")
+        return log
+
+    @property
+    def next_seq(self) -> int:
+        return len(self.events) + 1
+
+    def append(self, kind: str, **fields: Any) -> Event:
+        """Write one event; listeners run after the line is written.
+
+        A listener may append in turn (re-entrancy is allowed): the event it
+        sees is already durable and already counted in `tail`.
+        """
+        event: Event = {"seq": self.next_seq, "ts": _format_ts(self.clock()), "kind": kind}
+        event.update(fields)
+        line = json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n"
+        if self._fh is None:
+            raise RuntimeError(f"{self.path}: log is closed")
+        self._fh.write(line)
+        self._fh.flush()
+        self.events.append(event)
+        self.tail.apply(event)
+        for listener in list(self.listeners):
+            listener(event)
+        return event
+
+    def flush(self) -> None:
+        """fsync: the bytes are on disk, not just in the OS cache."""
+        if self._fh is not None:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def since(self, seq: int) -> Iterable[Event]:
+        return self.events[seq:]

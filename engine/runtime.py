@@ -1,0 +1,79 @@
+"""Assembles one open thread: config, log, model client, tools and driver.
+
+Every front end (the Textual app, the plain REPL, one-shot mode, tests)
+builds the same Runtime, so they cannot drift apart in behaviour.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.commands import CommandRegistry
+from engine.config import Config
+from engine.driver import Driver
+from engine.model import ModelClient
+from engine.session import Thread
+from engine.tools import ToolBox
+
+SYSTEM_PROMPT = (
+    "You are a helpful assistant in Trove, a terminal chat app. "
+    "Answer clearly and concisely; use Markdown where it helps."
+)
+
+
+def make_model(config: Config) -> ModelClient:
+    m = config.model
+    return ModelClient(
+        base_url=m.base_url,
+        api_key=m.api_key,
+        model=m.name,
+        max_retries=m.max_retries,
+        timeout=m.timeout,
+        max_tokens=m.max_tokens,
+    )
+
+
+@dataclass
+class Runtime:
+    config: Config
+    home: Path
+    thread: Thread
+    model: ModelClient
+    driver: Driver
+    commands: CommandRegistry
+    notices: list[str] = field(default_factory=list)
+
+    @classmethod
+    def open(
+        cls,
+        config: Config,
+        home: Path,
+        *,
+        thread_id: str | None = None,
+        model: ModelClient | None = None,
+    ) -> Runtime:
+        """Open (or resume) a thread; must run inside the event loop."""
+        if thread_id is None:
+            thread = Thread.create(home, config.user_id)
+        else:
+            thread = Thread.resume(home, config.user_id, thread_id)
+        client = model or make_model(config)
+        driver = Driver(thread.log, client, tools=ToolBox(), system_prompt=SYSTEM_PROMPT)
+        commands = CommandRegistry(thread.log)
+        runtime = cls(config, home, thread, client, driver, commands)
+        runtime._register_commands()
+        if thread.log.torn_report:
+            runtime.notices.append(thread.log.torn_report)
+        return runtime
+
+    def _register_commands(self) -> None:
+        @self.commands.add("help", "list commands and what they do")
+        async def _help(args: str) -> str:
+            return self.commands.help_text()
+
+    async def aclose(self) -> None:
+        await self.driver.aclose()
+        await self.model.aclose()
+        self.thread.log.flush()
+        self.thread.close()

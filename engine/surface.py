@@ -1,0 +1,169 @@
+"""The surface: the model-facing history, derived from the log by replay.
+
+A pure function of the events (no I/O), kept incrementally so a long thread
+is replayed once. Compaction is positional: the checkpoint takes the place
+of the span it replaces, so context appended while the summary was being
+written (an injection) stays after the checkpoint even though its seq is
+lower than the checkpoint's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from engine import log as k
+
+Message = dict[str, Any]
+
+INTERRUPTED_RESULT = "error: no result was recorded for this call (the turn was interrupted)"
+
+
+def estimate_tokens(text: str) -> int:
+    """A cheap, stable estimate (about four characters a token).
+
+    Compaction compares and prices spans with it, so it must depend only on
+    the text, never on a tokenizer that could change between runs.
+    """
+    return tokens_for_chars(len(text))
+
+
+def tokens_for_chars(chars: int) -> int:
+    return (chars + 3) // 4 + 4
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One message on the surface, with the log seq it came from."""
+
+    seq: int
+    role: str
+    message: Message
+    tokens: int
+    checkpoint: bool = False
+    turn: int | None = None
+
+    @property
+    def call_ids(self) -> tuple[str, ...]:
+        return tuple(call["id"] for call in self.message.get("tool_calls") or ())
+
+    @property
+    def result_of(self) -> str | None:
+        return self.message.get("tool_call_id")
+
+
+def _assistant_message(event: k.Event) -> Message:
+    message: Message = {"role": "assistant", "content": event.get("content") or ""}
+    calls = event.get("tool_calls") or []
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": call["name"], "arguments": call.get("arguments") or "{}"},
+            }
+            for call in calls
+        ]
+    return message
+
+
+class Surface:
+    """Entries in model order, updated one event at a time."""
+
+    def __init__(self) -> None:
+        self.entries: list[Entry] = []
+        self._replacements: dict[int, list[int]] = {}
+        self._turn: int | None = None
+
+    @classmethod
+    def from_events(cls, events: Iterable[k.Event]) -> Surface:
+        surface = cls()
+        for event in events:
+            surface.apply(event)
+        return surface
+
+    def apply(self, event: k.Event) -> None:
+        kind = event["kind"]
+        if kind == k.TURN_START:
+            self._turn = event.get("turn")
+        elif kind in (k.TURN_END, k.END_SEED):
+            self._turn = None
+        elif kind == k.USER_MESSAGE:
+            text = event.get("text", "")
+            checkpoint = event.get("checkpoint")
+            entry = Entry(
+                seq=event["seq"],
+                role="user",
+                message={"role": "user", "content": text},
+                tokens=estimate_tokens(text),
+                checkpoint=checkpoint is not None,
+                turn=self._turn,
+            )
+            if checkpoint is not None:
+                self._place_checkpoint(entry, checkpoint)
+            else:
+                self.entries.append(entry)
+        elif kind == k.ASSISTANT_MESSAGE:
+            message = _assistant_message(event)
+            size = len(message["content"]) + sum(
+                len(c["function"]["name"]) + len(c["function"]["arguments"])
+                for c in message.get("tool_calls", ())
+            )
+            self.entries.append(
+                Entry(event["seq"], "assistant", message, tokens_for_chars(size), turn=self._turn)
+            )
+        elif kind == k.TOOL_RESULT:
+            content = event.get("content", "")
+            message = {"role": "tool", "tool_call_id": event.get("call_id", ""), "content": content}
+            self.entries.append(
+                Entry(event["seq"], "tool", message, estimate_tokens(content), turn=self._turn)
+            )
+        elif kind == k.COMPACT_SUMMARY:
+            self._replacements[event["seq"]] = list(event.get("replaced") or ())
+
+    def _place_checkpoint(self, entry: Entry, checkpoint: dict[str, Any]) -> None:
+        replaced = set(self._replacements.pop(checkpoint.get("summary"), ()))
+        position = None
+        kept: list[Entry] = []
+        for current in self.entries:
+            if current.seq in replaced:
+                if position is None:
+                    position = len(kept)
+                continue
+            kept.append(current)
+        if position is None:
+            position = len(kept)
+        kept.insert(position, entry)
+        self.entries = kept
+
+    @property
+    def tokens(self) -> int:
+        return sum(entry.tokens for entry in self.entries)
+
+    def messages(self) -> list[Message]:
+        """The chat messages to send, every tool call followed by its result.
+
+        Results are placed right after their call even when other context
+        (an injection) landed between them in the log; a call whose result
+        never reached the log (a crash or cancel) gets a synthetic error
+        result so the request stays valid. Orphan results are dropped.
+        """
+        results = {e.result_of: e.message for e in self.entries if e.role == "tool"}
+        out: list[Message] = []
+        for entry in self.entries:
+            if entry.role == "tool":
+                continue
+            out.append(entry.message)
+            for call_id in entry.call_ids:
+                out.append(
+                    results.get(call_id)
+                    or {"role": "tool", "tool_call_id": call_id, "content": INTERRUPTED_RESULT}
+                )
+        return out
+
+
+def render(messages: list[Message]) -> str:
+    """A compact text form of messages, for summarization prompts and tests."""
+    return "\n".join(json.dumps(m, ensure_ascii=False) for m in messages)

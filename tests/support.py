@@ -1,0 +1,45 @@
+"""Builders shared by engine tests: a log in tmp_path, a real client on the scripted server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from engine.driver import Driver
+from engine.log import Event, SessionLog
+from engine.model import ModelClient
+from engine.tools import Tool, ToolBox
+from tests.scripted_server import ScriptedServer
+
+
+def client_for(server: ScriptedServer, **kw: Any) -> ModelClient:
+    kw.setdefault("max_retries", 0)
+    return ModelClient(base_url=server.base_url, api_key="test-key", model="scripted-model", **kw)
+
+
+def make_driver(
+    tmp_path: Path, server: ScriptedServer, *, tools: ToolBox | None = None, **kw: Any
+) -> Driver:
+    log = SessionLog.open(tmp_path / "session.jsonl")
+    return Driver(log, client_for(server), tools=tools, **kw)
+
+
+def kinds(events: list[Event], *wanted: str) -> list[str]:
+    """The kinds of events, filtered to those named (all when none are)."""
+    return [e["kind"] for e in events if not wanted or e["kind"] in wanted]
+
+
+def of_kind(events: list[Event], kind: str) -> list[Event]:
+    return [e for e in events if e["kind"] == kind]
+
+
+def echo_tool() -> Tool:
+    async def handler(args: dict[str, Any]) -> dict[str, Any]:
+        return {"echo": args.get("text", "")}
+
+    return Tool(
+        "echo",
+        "Echo the text back.",
+        {"type": "object", "properties": {"text": {"type": "string"}}},
+        handler,
+    )

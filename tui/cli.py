@@ -1,0 +1,109 @@
+"""The `trove` command line: parse, load config, hand off to a front end.
+
+Usage errors and bad config exit 2 with one line; runtime failures exit 1
+with one line. No front end is imported before it is chosen, so `trove
+threads` never pays for Textual and nothing pays for `openai` at start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """One line, not a usage block: the user needs what and where."""
+        self.exit(EXIT_USAGE, f"trove: {message} (see trove --help)\n")
+
+
+def _common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    """Common options, accepted before or after the subcommand.
+
+    The subcommand copies default to SUPPRESS so they never overwrite a
+    value given before the subcommand.
+    """
+    default = argparse.SUPPRESS if suppress else None
+    parser.add_argument("--home", type=Path, default=default, help="data directory")
+    parser.add_argument("--config", type=Path, default=default, help="config file")
+    parser.add_argument("--user", default=default, help="user id (default from config)")
+    parser.add_argument("--thread", default=default, help="thread id to resume")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="trove", description="A terminal chat app that never loses what it compacts."
+    )
+    _common(parser, suppress=False)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--plain", action="store_true", help="plain prompt-toolkit REPL")
+    mode.add_argument("-p", "--prompt", metavar="TEXT", help="one turn, answer on stdout, exit")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    threads = sub.add_parser("threads", help="list threads of the user")
+    _common(threads, suppress=True)
+    history = sub.add_parser("history", help="search or read a thread's archive")
+    _common(history, suppress=True)
+    hsub = history.add_subparsers(dest="history_command", required=True, parser_class=_Parser)
+    search = hsub.add_parser("search", help="search archive and active history")
+    _common(search, suppress=True)
+    search.add_argument("query")
+    search.add_argument("--role", choices=["user", "assistant", "tool"])
+    search.add_argument("--json", action="store_true")
+    read = hsub.add_parser("read", help="print one source, paged")
+    _common(read, suppress=True)
+    read.add_argument("source_id")
+    read.add_argument("--offset", type=int, default=0)
+    read.add_argument("--json", action="store_true")
+    notes = sub.add_parser("notes", help="print the thread's task notes")
+    _common(notes, suppress=True)
+    notes.add_argument("--json", action="store_true")
+    return parser
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"trove: {message}", file=sys.stderr)
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from engine.config import ConfigError, default_home, load_config
+
+    home: Path = args.home or default_home()
+    try:
+        config = load_config(args.config, home=home)
+    except ConfigError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    if args.user is not None:
+        from engine.config import valid_user_id
+
+        if not valid_user_id(args.user):
+            return _fail(f"--user: invalid user id {args.user!r}", EXIT_USAGE)
+        config = config.with_user(args.user)
+    try:
+        if args.command == "threads":
+            from tui.subcommands import list_threads_command
+
+            return list_threads_command(config, home)
+        if args.command in ("history", "notes"):
+            from tui.subcommands import archive_command
+
+            return archive_command(args, config, home)
+        if args.prompt is not None:
+            from tui.oneshot import run_oneshot
+
+            return run_oneshot(config, home, args.prompt, thread_id=args.thread)
+        from tui.plain import run_plain
+
+        return run_plain(config, home, thread_id=args.thread)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""Line-oriented output of a running session, shared by the REPL and -p.
+
+Replies stream to stdout as they arrive; errors and notices go to stderr as
+one line each, so `trove -p … > answer.txt` captures only the answer.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from engine import log as k
+from engine.log import Event
+from engine.runtime import Runtime
+
+
+class StreamPrinter:
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.errors: list[str] = []
+        self._mid_line = False
+
+    def attach(self, runtime: Runtime) -> None:
+        runtime.driver.observers.append(self)
+        runtime.thread.log.listeners.append(self.on_event)
+
+    # Observer protocol --------------------------------------------------------
+
+    def on_delta(self, turn: int, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+        self._mid_line = not text.endswith("\n")
+
+    def on_state(self) -> None:
+        pass
+
+    # Log listener -------------------------------------------------------------
+
+    def _end_line(self) -> None:
+        if self._mid_line:
+            self.out.write("\n")
+            self.out.flush()
+            self._mid_line = False
+
+    def on_event(self, event: Event) -> None:
+        kind = event["kind"]
+        if kind == k.ASSISTANT_MESSAGE:
+            self._end_line()
+            for call in event.get("tool_calls") or ():
+                self.notice(f"[tool] {call['name']}({_short(call.get('arguments', ''))})")
+        elif kind == k.TURN_END:
+            self._end_line()
+            if event.get("status") == "error":
+                self.error(event.get("error", "the turn failed"))
+            elif event.get("status") == "cancelled":
+                self.notice("[cancelled: the partial reply is kept in the thread]")
+
+    def notice(self, text: str) -> None:
+        self._end_line()
+        print(text, file=self.err, flush=True)
+
+    def error(self, text: str) -> None:
+        self.errors.append(text)
+        self.notice(f"error: {text}")
+
+
+def _short(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
