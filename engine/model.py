@@ -1,0 +1,359 @@
+"""The OpenAI-compatible model client: one streaming code path for every backend.
+
+Every backend Trove supports (OpenAI, DeepSeek, vLLM, Ollama, llama.cpp, the
+``local`` extra) speaks chat completions over HTTP, so the engine has exactly
+one client. It always streams, so the UI can render text as it arrives and a
+cancelled turn still keeps what was said. Failures become a :class:`ModelError`
+whose text is one line a user can act on, never an SDK traceback.
+
+``openai`` is imported lazily (and off the event loop) because importing it
+takes about a second, which must not delay start-up or stall keystrokes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import openai
+
+__all__ = [
+    "Completion",
+    "ContextOverflowError",
+    "ModelClient",
+    "ModelError",
+    "ToolCall",
+]
+
+# Sent when no key is configured: the SDK refuses to construct without one,
+# and local servers (Ollama, llama.cpp, vLLM) accept any value.
+_PLACEHOLDER_KEY = "no-key"
+_MAX_DETAIL = 200
+# How servers phrase "the prompt does not fit": OpenAI/DeepSeek/vLLM ("maximum
+# context length"), llama.cpp ("exceeds the available context size"),
+# Anthropic-style proxies ("prompt is too long"), and generic "too many tokens".
+_OVERFLOW_RE = re.compile(
+    r"context[ _-]?(length|size|window)|maximum context|too many tokens|"
+    r"prompt is too long|too long for the model|reduce the length",
+    re.IGNORECASE,
+)
+_OVERFLOW_CODES = {
+    "context_length_exceeded",
+    "exceed_context_size_error",
+    "string_above_max_length",
+}
+
+
+class ModelError(Exception):
+    """A model call failed; ``str(e)`` is one line saying what failed and what to do.
+
+    ``kind`` lets callers decide policy (retry later, compact, tell the user)
+    without parsing the message: ``auth``, ``not_found``, ``unreachable``,
+    ``rate_limit``, ``server``, ``bad_request``, ``timeout`` or ``overflow``.
+    """
+
+    def __init__(self, kind: str, message: str, *, status: int | None = None) -> None:
+        super().__init__(_one_line(message, limit=400))
+        self.kind = kind
+        self.status = status
+
+
+class ContextOverflowError(ModelError):
+    """The prompt did not fit the model's context window; compaction retries on it."""
+
+    def __init__(self, message: str, *, status: int | None = 400) -> None:
+        super().__init__("overflow", message, status=status)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call as the model sent it; ``arguments`` is the raw JSON text.
+
+    Arguments stay unparsed so the tool layer can report malformed JSON from the
+    model as a tool error instead of the client failing the whole turn.
+    """
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class Completion:
+    """The assembled result of one streamed request."""
+
+    content: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: dict[str, Any] | None = None
+    finish_reason: str | None = None
+    model: str = ""
+
+
+@dataclass
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class ModelClient:
+    """A thin, lazily built wrapper over ``openai.AsyncOpenAI`` for chat completions.
+
+    Retries of 429, 5xx and connection failures are left to the SDK (bounded by
+    ``max_retries``) so there is one retry policy, honouring ``Retry-After``.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None,
+        api_key: str | None,
+        model: str,
+        max_retries: int = 2,
+        timeout: float = 600.0,
+        max_tokens: int | None = None,
+    ) -> None:
+        self.base_url = base_url or None
+        self.api_key = api_key or None
+        self.model = model
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.max_tokens = max_tokens
+        self._client: openai.AsyncOpenAI | None = None
+        self._openai: Any = None
+
+    @property
+    def display_url(self) -> str:
+        """The endpoint errors name, so the user sees which server the message is about."""
+        if self._client is not None:
+            return str(self._client.base_url).rstrip("/")
+        url = self.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        return url.rstrip("/")
+
+    async def prepare(self) -> None:
+        """Import ``openai`` and build the SDK client ahead of the first turn.
+
+        Front ends may call this in the background after start-up so the first
+        request does not pay the import; ``complete`` calls it anyway.
+        """
+        if self._client is not None:
+            return
+        if "openai" in sys.modules:
+            mod = sys.modules["openai"]
+        else:
+            # A worker thread keeps the ~1 s import from freezing the UI loop.
+            mod = await asyncio.to_thread(importlib.import_module, "openai")
+        if self._client is not None:  # another caller finished first
+            return
+        key = self.api_key or os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
+        self._openai = mod
+        self._client = mod.AsyncOpenAI(
+            base_url=self.base_url,
+            api_key=key,
+            max_retries=self.max_retries,
+            # A dead host should fail in seconds, while a slow model may take minutes.
+            timeout=mod.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
+        )
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        on_delta: Callable[[str], None] | None = None,
+        model: str | None = None,
+    ) -> Completion:
+        """Stream one chat completion, reporting text through ``on_delta`` as it arrives.
+
+        If the calling task is cancelled, ``CancelledError`` propagates after the
+        HTTP response is closed; the caller already holds the partial text it
+        was given through ``on_delta``.
+        """
+        await self.prepare()
+        assert self._client is not None
+        oa = self._openai
+        name = model or self.model
+        kwargs: dict[str, Any] = {
+            "model": name,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if tools:
+            kwargs["tools"] = tools
+        if self.max_tokens is not None:
+            kwargs["max_tokens"] = self.max_tokens
+
+        text: list[str] = []
+        calls: dict[int, _PartialCall] = {}
+        usage: dict[str, Any] | None = None
+        finish: str | None = None
+        served_model = name
+        started = False
+        try:
+            stream = await self._client.chat.completions.create(**kwargs)
+            started = True  # headers arrived: a later connection error is a torn reply
+            async with stream:
+                async for chunk in stream:
+                    if getattr(chunk, "model", None):
+                        served_model = chunk.model
+                    if chunk.usage is not None:
+                        usage = chunk.usage.model_dump(exclude_none=True)
+                    for choice in chunk.choices or ():
+                        if choice.finish_reason:
+                            finish = choice.finish_reason
+                        delta = choice.delta
+                        if delta is None:
+                            continue
+                        if delta.content:
+                            text.append(delta.content)
+                            if on_delta is not None:
+                                on_delta(delta.content)
+                        for tc in delta.tool_calls or ():
+                            _merge_call(calls, tc)
+        except oa.APIError as exc:
+            raise self._translate(exc, name, started) from exc
+
+        tool_calls = [
+            ToolCall(id=c.id or f"call_{i}", name=c.name, arguments="".join(c.arguments))
+            for i, c in sorted(calls.items())
+        ]
+        return Completion(
+            content="".join(text),
+            tool_calls=tool_calls,
+            usage=usage,
+            finish_reason=finish,
+            model=served_model,
+        )
+
+    async def aclose(self) -> None:
+        """Release pooled connections; safe to call when no request was ever made."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+    # -- error mapping ---------------------------------------------------------
+
+    def _translate(self, exc: Exception, model: str, started: bool) -> ModelError:
+        """Turn an SDK error into one actionable line naming the server and model."""
+        oa = self._openai
+        url = self.display_url
+        if isinstance(exc, oa.APITimeoutError):
+            return ModelError(
+                "timeout",
+                f"the model server at {url} did not answer within {self.timeout:g}s"
+                f" (model '{model}'): try again or raise the timeout",
+            )
+        if isinstance(exc, oa.APIConnectionError):
+            if started:
+                return ModelError(
+                    "unreachable",
+                    f"lost the connection to the model server at {url} mid-reply: try again",
+                )
+            return ModelError(
+                "unreachable",
+                f"cannot reach the model server at {url}: is it running? (set model.base_url)",
+            )
+        message = _server_message(exc)
+        detail = _one_line(message, limit=_MAX_DETAIL)
+        if not isinstance(exc, oa.APIStatusError):
+            # An error event inside an otherwise successful stream.
+            if _is_overflow(exc, message):
+                return ContextOverflowError(
+                    f"the prompt is too long for model '{model}' at {url}: {detail}", status=None
+                )
+            return ModelError("server", f"the model server at {url} reported an error: {detail}")
+
+        status = exc.status_code
+        retries = f" after {self.max_retries} retries" if self.max_retries else ""
+        if status in (401, 403):
+            return ModelError(
+                "auth",
+                f"model server at {url} rejected the API key ({status}): "
+                "set model.api_key or OPENAI_API_KEY",
+                status=status,
+            )
+        if status == 404:
+            return ModelError(
+                "not_found",
+                f"model '{model}' not found at {url} (404): check model.name and model.base_url",
+                status=status,
+            )
+        if status == 413 or (400 <= status < 500 and _is_overflow(exc, message)):
+            return ContextOverflowError(
+                f"the prompt is too long for model '{model}' at {url} ({status}): {detail}",
+                status=status,
+            )
+        if status == 429:
+            return ModelError(
+                "rate_limit",
+                f"model server at {url} is rate limiting requests (429){retries}: "
+                f"wait and try again ({detail})",
+                status=status,
+            )
+        if status >= 500:
+            return ModelError(
+                "server",
+                f"model server at {url} failed ({status}){retries}: {detail}",
+                status=status,
+            )
+        return ModelError(
+            "bad_request",
+            f"model server at {url} refused the request for model '{model}' ({status}): {detail}",
+            status=status,
+        )
+
+
+def _merge_call(calls: dict[int, _PartialCall], tc: Any) -> None:
+    """Fold one streamed tool-call fragment into the call it belongs to (by ``index``).
+
+    Some servers omit ``index``; a fragment with a new id then starts a call and
+    one without continues the latest, which is how those servers stream.
+    """
+    index = tc.index
+    if index is None:
+        by_id = {c.id: i for i, c in calls.items() if c.id}
+        last = max(calls, default=-1)
+        index = by_id.get(tc.id, last + 1) if tc.id else max(last, 0)
+    part = calls.setdefault(index, _PartialCall())
+    if tc.id:
+        part.id = tc.id
+    fn = tc.function
+    if fn is None:
+        return
+    if fn.name and fn.name != part.name:
+        # Names normally arrive whole in the first fragment; a few servers repeat them.
+        part.name = fn.name if not part.name else part.name + fn.name
+    if fn.arguments:
+        part.arguments.append(fn.arguments)
+
+
+def _server_message(exc: Exception) -> str:
+    """The server's own message rather than the SDK's "Error code: …" wrapper text."""
+    body = getattr(exc, "body", None)
+    message = None
+    if isinstance(body, dict):
+        message = body.get("message")
+        if not isinstance(message, str) and isinstance(body.get("error"), dict):
+            message = body["error"].get("message")
+    if not isinstance(message, str) or not message.strip():
+        message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    return str(message)
+
+
+def _is_overflow(exc: Exception, message: str) -> bool:
+    """Recognise a context overflow by its code, or by wording for servers without codes."""
+    code = getattr(exc, "code", None)
+    return (isinstance(code, str) and code in _OVERFLOW_CODES) or bool(_OVERFLOW_RE.search(message))
+
+
+def _one_line(text: str, *, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -1,0 +1,294 @@
+"""engine.model against the scripted server: real sockets, real SSE, the real SDK."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from engine.model import Completion, ContextOverflowError, ModelClient, ModelError, ToolCall
+from tests.scripted_server import ScriptedServer, drop, error, overflow, text, tool_calls
+
+ROOT = Path(__file__).resolve().parent.parent
+MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello there"}]
+
+
+@pytest.fixture
+async def client(server: ScriptedServer) -> AsyncIterator[ModelClient]:
+    """A client aimed at the scripted server, closed after the test."""
+    mc = ModelClient(base_url=server.base_url, api_key="sk-test", model="scripted-model")
+    yield mc
+    await mc.aclose()
+
+
+def _dead_port() -> int:
+    """A port nothing listens on: bind, read the number, close."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _assert_one_line(err: ModelError) -> None:
+    line = str(err)
+    assert line and "\n" not in line and "Traceback" not in line
+
+
+async def test_streaming_deltas_arrive_in_order(
+    server: ScriptedServer, client: ModelClient
+) -> None:
+    server.script(text("The quick brown fox jumps.", chunk_chars=3))
+    deltas: list[str] = []
+    result = await client.complete(MESSAGES, on_delta=deltas.append)
+    assert isinstance(result, Completion)
+    assert len(deltas) == 9
+    assert "".join(deltas) == result.content == "The quick brown fox jumps."
+    assert result.finish_reason == "stop"
+    assert result.tool_calls == []
+    assert result.model == "scripted-model"
+    body = server.requests[0]
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["messages"] == MESSAGES
+    assert "tools" not in body and "max_tokens" not in body
+
+
+async def test_usage_from_final_chunk(server: ScriptedServer, client: ModelClient) -> None:
+    usage = {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}
+    server.script(text("hi", usage=usage), text("estimated"))
+    first = await client.complete(MESSAGES)
+    assert first.usage == usage
+    second = await client.complete(MESSAGES)
+    assert second.usage is not None
+    assert second.usage["completion_tokens"] > 0 and second.usage["prompt_tokens"] > 0
+
+
+async def test_tool_calls_assembled_across_chunks(
+    server: ScriptedServer, client: ModelClient
+) -> None:
+    args_a = {"query": "compaction lock", "limit": 8}
+    args_b = '{"source_id": "s-42", "offset": 4000}'
+    server.script(
+        tool_calls([("history_search", args_a), ("history_read", args_b)], content="Looking.")
+    )
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": "history_search", "parameters": {"type": "object"}},
+        }
+    ]
+    deltas: list[str] = []
+    result = await client.complete(MESSAGES, tools=tools, on_delta=deltas.append)
+    assert result.finish_reason == "tool_calls"
+    assert result.content == "".join(deltas) == "Looking."
+    assert [c.name for c in result.tool_calls] == ["history_search", "history_read"]
+    assert json.loads(result.tool_calls[0].arguments) == args_a
+    assert result.tool_calls[1].arguments == args_b
+    assert all(isinstance(c, ToolCall) and c.id.startswith("call_") for c in result.tool_calls)
+    assert len({c.id for c in result.tool_calls}) == 2
+    assert server.requests[0]["tools"] == tools
+
+
+async def test_empty_tools_not_sent_and_max_tokens_sent(server: ScriptedServer) -> None:
+    mc = ModelClient(base_url=server.base_url, api_key=None, model="m1", max_tokens=77)
+    try:
+        await mc.complete(MESSAGES, tools=[], model="m2")
+    finally:
+        await mc.aclose()
+    body = server.requests[0]
+    assert body["max_tokens"] == 77
+    assert body["model"] == "m2"
+    assert "tools" not in body
+    # No key configured: a placeholder still lets the request go out.
+    assert server.request_headers[0]["authorization"].startswith("Bearer ")
+
+
+async def test_echo_when_script_is_empty(server: ScriptedServer, client: ModelClient) -> None:
+    result = await client.complete(MESSAGES)
+    assert result.content == "echo: hello there"
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+async def test_retry_then_success(server: ScriptedServer, client: ModelClient, status: int) -> None:
+    server.script(error(status, "try later"), text("recovered"))
+    result = await client.complete(MESSAGES)
+    assert result.content == "recovered"
+    assert len(server.requests) == 2
+
+
+async def test_rate_limit_exhausts_retries(server: ScriptedServer, client: ModelClient) -> None:
+    server.script(*[error(429, "Rate limit reached for requests")] * 3)
+    with pytest.raises(ModelError) as info:
+        await client.complete(MESSAGES)
+    assert info.value.kind == "rate_limit"
+    assert len(server.requests) == 3  # first try + max_retries=2
+    assert server.base_url in str(info.value)
+    _assert_one_line(info.value)
+
+
+async def test_server_error_exhausts_retries(server: ScriptedServer) -> None:
+    mc = ModelClient(base_url=server.base_url, api_key="k", model="m", max_retries=1)
+    server.script(*[error(502, "upstream\nexploded")] * 2)
+    try:
+        with pytest.raises(ModelError) as info:
+            await mc.complete(MESSAGES)
+    finally:
+        await mc.aclose()
+    assert info.value.kind == "server"
+    assert "upstream exploded" in str(info.value)
+    assert len(server.requests) == 2
+    _assert_one_line(info.value)
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind", "needle"),
+    [
+        (error(401, "Incorrect API key provided", code="invalid_api_key"), "auth", "API key"),
+        (error(403, "Forbidden"), "auth", "API key"),
+        (error(404, "The model does not exist", code="model_not_found"), "not_found", "'gpt-x'"),
+        (error(400, "Invalid value for 'temperature'\nsee docs"), "bad_request", "temperature"),
+    ],
+)
+async def test_status_errors_map_to_kinds(
+    server: ScriptedServer, reply: object, kind: str, needle: str
+) -> None:
+    server.script(reply)  # type: ignore[arg-type]
+    mc = ModelClient(base_url=server.base_url, api_key="k", model="gpt-x")
+    try:
+        with pytest.raises(ModelError) as info:
+            await mc.complete(MESSAGES)
+    finally:
+        await mc.aclose()
+    assert info.value.kind == kind
+    assert needle in str(info.value)
+    assert server.base_url in str(info.value)
+    assert not isinstance(info.value, ContextOverflowError)
+    assert len(server.requests) == 1  # 4xx is never retried
+    _assert_one_line(info.value)
+
+
+async def test_long_bad_request_message_is_truncated(server: ScriptedServer) -> None:
+    server.script(error(400, "x" * 5000))
+    mc = ModelClient(base_url=server.base_url, api_key="k", model="m")
+    try:
+        with pytest.raises(ModelError) as info:
+            await mc.complete(MESSAGES)
+    finally:
+        await mc.aclose()
+    assert len(str(info.value)) < 400
+
+
+async def test_unreachable_port() -> None:
+    url = f"http://127.0.0.1:{_dead_port()}/v1"
+    mc = ModelClient(base_url=url, api_key="k", model="m", max_retries=0)
+    try:
+        with pytest.raises(ModelError) as info:
+            await mc.complete(MESSAGES)
+    finally:
+        await mc.aclose()
+    assert info.value.kind == "unreachable"
+    assert url in str(info.value)
+    assert "model.base_url" in str(info.value)
+    _assert_one_line(info.value)
+
+
+async def test_overflow(server: ScriptedServer, client: ModelClient) -> None:
+    server.script(overflow())
+    with pytest.raises(ContextOverflowError) as info:
+        await client.complete(MESSAGES)
+    assert info.value.kind == "overflow"
+    assert "maximum context length" in str(info.value)
+    assert len(server.requests) == 1
+    _assert_one_line(info.value)
+
+
+async def test_overflow_recognised_by_wording_without_code(
+    server: ScriptedServer, client: ModelClient
+) -> None:
+    # llama.cpp's phrasing, with no OpenAI error code.
+    server.script(error(400, "the request exceeds the available context size, try increasing it"))
+    with pytest.raises(ContextOverflowError):
+        await client.complete(MESSAGES)
+
+
+async def test_cancel_mid_stream_keeps_partial_and_closes(
+    server: ScriptedServer, client: ModelClient
+) -> None:
+    server.script(text("partial answer that never finishes", chunk_chars=7, hold=True))
+    deltas: list[str] = []
+    first = asyncio.Event()
+
+    def on_delta(piece: str) -> None:
+        deltas.append(piece)
+        first.set()
+
+    task = asyncio.create_task(client.complete(MESSAGES, on_delta=on_delta))
+    await asyncio.wait_for(first.wait(), timeout=5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert deltas == ["partial"]
+    # The server sees the client hang up while the reply is still held.
+    await server.wait_disconnects(1)
+    # The client stays usable for the next turn.
+    result = await client.complete(MESSAGES)
+    assert result.content == "echo: hello there"
+
+
+async def test_cancel_before_any_byte(server: ScriptedServer, client: ModelClient) -> None:
+    server.script(text("never seen", hold="before"))
+    task = asyncio.create_task(client.complete(MESSAGES))
+    await server.wait_requests(1)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await server.wait_disconnects(1)
+
+
+async def test_connection_dropped_mid_stream(server: ScriptedServer, client: ModelClient) -> None:
+    server.script(drop(after_chunks=2))
+    deltas: list[str] = []
+    with pytest.raises(ModelError) as info:
+        await client.complete(MESSAGES, on_delta=deltas.append)
+    assert info.value.kind == "unreachable"
+    assert "mid-reply" in str(info.value)
+    assert deltas == ["partial ", "partial "]
+    assert len(server.requests) == 1  # a started stream is not retried
+    _assert_one_line(info.value)
+
+
+async def test_read_timeout(server: ScriptedServer) -> None:
+    # The server holds until stopped, so only the client's timeout can end the wait.
+    server.script(text("late", hold="before"))
+    mc = ModelClient(base_url=server.base_url, api_key="k", model="m", max_retries=0, timeout=0.2)
+    try:
+        with pytest.raises(ModelError) as info:
+            await mc.complete(MESSAGES)
+    finally:
+        await mc.aclose()
+    assert info.value.kind == "timeout"
+    assert "0.2s" in str(info.value)
+    _assert_one_line(info.value)
+
+
+async def test_aclose_without_request_is_harmless() -> None:
+    mc = ModelClient(base_url=None, api_key=None, model="m")
+    await mc.aclose()
+
+
+def test_openai_imported_lazily() -> None:
+    code = (
+        "import sys, engine.model\n"
+        "assert 'openai' not in sys.modules, 'engine.model imported openai eagerly'\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

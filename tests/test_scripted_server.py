@@ -1,0 +1,103 @@
+"""Checks of the scripted server's own paths that engine tests do not reach."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import openai
+import pytest
+
+from tests.scripted_server import ScriptedServer, text, tool_calls
+
+ROOT = Path(__file__).resolve().parent.parent
+MESSAGES = [{"role": "user", "content": "ping"}]
+
+
+async def test_non_stream_and_models(server: ScriptedServer) -> None:
+    server.script(text("pong"), tool_calls([("task_note", {"text": "x"})]))
+    async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k") as oa:
+        plain = await oa.chat.completions.create(model="scripted-model", messages=MESSAGES)
+        assert plain.choices[0].message.content == "pong"
+        assert plain.usage is not None and plain.usage.total_tokens > 0
+        called = await oa.chat.completions.create(model="scripted-model", messages=MESSAGES)
+        call = called.choices[0].message.tool_calls[0]
+        assert called.choices[0].finish_reason == "tool_calls"
+        assert (call.function.name, json.loads(call.function.arguments)) == (
+            "task_note",
+            {"text": "x"},
+        )
+        models = await oa.models.list()
+        assert [m.id for m in models.data] == ["scripted-model"]
+
+
+async def test_unknown_path_is_json_404(server: ScriptedServer) -> None:
+    url = server.base_url + "/nope"
+    with pytest.raises(urllib.error.HTTPError) as info:
+        await asyncio.to_thread(urllib.request.urlopen, url, timeout=5)
+    assert info.value.code == 404
+    assert "error" in json.loads(info.value.read())
+
+
+async def test_release_opens_held_reply(server: ScriptedServer) -> None:
+    server.script(text("held reply", chunk_chars=4, hold=True))
+    seen: list[str] = []
+    first = asyncio.Event()
+    async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k") as oa:
+
+        async def consume() -> None:
+            stream = await oa.chat.completions.create(model="m", messages=MESSAGES, stream=True)
+            async for chunk in stream:
+                if chunk.choices and chunk.choices[0].delta.content:
+                    seen.append(chunk.choices[0].delta.content)
+                    first.set()
+
+        task = asyncio.create_task(consume())
+        await asyncio.wait_for(first.wait(), timeout=5)
+        assert seen == ["held"] and not task.done()
+        server.release()
+        await asyncio.wait_for(task, timeout=5)
+    assert "".join(seen) == "held reply"
+
+
+async def test_release_before_dispatch_pre_opens_gate(server: ScriptedServer) -> None:
+    server.release()
+    server.script(text("no wait", hold="before"))
+    async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k") as oa:
+        reply = await asyncio.wait_for(
+            oa.chat.completions.create(model="m", messages=MESSAGES), timeout=5
+        )
+    assert reply.choices[0].message.content == "no wait"
+
+
+def test_process_mode_prints_base_url_and_serves() -> None:
+    with subprocess.Popen(
+        [sys.executable, "-m", "tests.scripted_server", "--reply-words", "5"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        _exercise_process(proc)
+
+
+def _exercise_process(proc: subprocess.Popen[str]) -> None:
+    try:
+        assert proc.stdout is not None
+        base_url = proc.stdout.readline().strip()
+        assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
+        req = urllib.request.Request(
+            base_url + "/chat/completions",
+            data=json.dumps({"model": "m", "messages": MESSAGES}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            body = json.loads(resp.read())
+        assert len(body["choices"][0]["message"]["content"].split()) == 5
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
