@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.commands import CommandRegistry
+from engine.commands import CommandError, CommandRegistry
+from engine.compaction import CompactionError, CompactService
 from engine.config import Config
 from engine.driver import Driver
 from engine.model import ModelClient
@@ -42,6 +43,7 @@ class Runtime:
     model: ModelClient
     driver: Driver
     commands: CommandRegistry
+    compaction: CompactService
     notices: list[str] = field(default_factory=list)
 
     @classmethod
@@ -59,9 +61,14 @@ class Runtime:
         else:
             thread = Thread.resume(home, config.user_id, thread_id)
         client = model or make_model(config)
-        driver = Driver(thread.log, client, tools=ToolBox(), system_prompt=SYSTEM_PROMPT)
+        compaction = CompactService(
+            client, config.compaction, context_window=config.model.context_window
+        )
+        driver = Driver(
+            thread.log, client, tools=ToolBox(), system_prompt=SYSTEM_PROMPT, hooks=compaction
+        )
         commands = CommandRegistry(thread.log)
-        runtime = cls(config, home, thread, client, driver, commands)
+        runtime = cls(config, home, thread, client, driver, commands, compaction)
         runtime._register_commands()
         if thread.log.torn_report:
             runtime.notices.append(thread.log.torn_report)
@@ -72,8 +79,21 @@ class Runtime:
         async def _help(args: str) -> str:
             return self.commands.help_text()
 
+        @self.commands.add("compact", "summarize older messages now; the originals stay searchable")
+        async def _compact(args: str) -> str:
+            try:
+                outcome = await self.compaction.compact_now(self.driver)
+            except CompactionError as exc:
+                raise CommandError(str(exc)) from exc
+            if outcome is None:
+                return "Nothing to compact yet: the conversation is too short."
+            return outcome.describe()
+
     async def aclose(self) -> None:
         await self.driver.aclose()
         await self.model.aclose()
-        self.thread.log.flush()
+        try:
+            self.thread.log.flush()
+        except OSError as exc:
+            self.notices.append(f"could not fsync {self.thread.log.path}: {exc}")
         self.thread.close()

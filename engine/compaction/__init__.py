@@ -1,0 +1,21 @@
+"""Compaction: one region transaction behind every entry point.
+
+Manual (/compact), automatic (pressure), overflow and explicit-range
+compaction all run `run_region`, whose `compact/start` … `compact/end`
+bracket in the session log is the only lock.
+"""
+
+from engine.compaction.errors import CompactionError, ErrorKind
+from engine.compaction.service import AbortSignal, CompactService
+from engine.compaction.transaction import CompactOutcome, InvalidRangeError, Region, run_region
+
+__all__ = [
+    "AbortSignal",
+    "CompactOutcome",
+    "CompactService",
+    "CompactionError",
+    "ErrorKind",
+    "InvalidRangeError",
+    "Region",
+    "run_region",
+]

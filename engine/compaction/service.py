@@ -1,0 +1,179 @@
+"""The entry points into the region transaction: manual, pressure, overflow, range.
+
+They differ only in the Region they pass (owner, stability, flush) and in
+how they pick a span; the lock, the ordering and the failure handling all
+live in `run_region`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from engine.compaction.errors import CompactionError, busy
+from engine.compaction.prompt import summary_request
+from engine.compaction.selection import Span, range_span, select_range
+from engine.compaction.transaction import (
+    CompactOutcome,
+    InvalidRangeError,
+    Region,
+    run_region,
+)
+from engine.config import CompactionConfig
+from engine.model import ModelError
+from engine.surface import Entry
+
+if TYPE_CHECKING:
+    from engine.driver import Driver
+
+__all__ = ["AbortSignal", "CompactOutcome", "CompactService", "InvalidRangeError"]
+
+Capture = Callable[[int, list[Entry]], Awaitable[dict[str, Any]]]
+
+
+class AbortSignal:
+    """A cancellation request with a reason, like the seed's AbortSignal.
+
+    Aborting it cancels the summary call; the transaction still closes its
+    bracket and flushes, then raises CancelledError carrying this reason.
+    """
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+        self.reason: str | None = None
+
+    @property
+    def aborted(self) -> bool:
+        return self._event.is_set()
+
+    def abort(self, reason: str = "aborted") -> None:
+        if not self._event.is_set():
+            self.reason = reason
+            self._event.set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+
+class CompactService:
+    """Compaction for one driver's thread; also the driver's TurnHooks."""
+
+    def __init__(
+        self,
+        model: Any,
+        config: CompactionConfig,
+        *,
+        context_window: int,
+        capture: Capture | None = None,
+    ) -> None:
+        self.model = model
+        self.config = config
+        self.context_window = context_window
+        self.capture = capture
+        self.last_error: CompactionError | None = None
+
+    async def _summarize(self, entries: list[Entry], signal: AbortSignal | None) -> Any:
+        request = self.model.complete(summary_request(entries), model=self.config.model)
+        call = asyncio.ensure_future(request)
+        try:
+            if signal is None:
+                return await call
+            waiter = asyncio.ensure_future(signal.wait())
+            try:
+                await asyncio.wait({call, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiter.cancel()
+            if not call.done():
+                call.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await call
+                raise asyncio.CancelledError(signal.reason)
+            return call.result()
+        except ModelError as exc:
+            raise CompactionError("summary", str(exc)) from exc
+        finally:
+            if not call.done():
+                call.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await call
+
+    async def _run(
+        self, agent: Driver, span: Span, region: Region, signal: AbortSignal | None = None
+    ) -> CompactOutcome:
+        if signal is not None and signal.aborted:
+            raise asyncio.CancelledError(signal.reason)
+        return await run_region(
+            agent.log,
+            agent.surface,
+            span,
+            region,
+            summarize=lambda entries: self._summarize(entries, signal),
+            capture=self.capture,
+        )
+
+    # -- manual ---------------------------------------------------------------
+
+    async def compact_now(
+        self, agent: Driver, signal: AbortSignal | None = None
+    ) -> CompactOutcome | None:
+        """/compact: between turns, without spending a model turn.
+
+        Admission is reserved first, so a prompt sent meanwhile queues with
+        its id and runs after the flush. None: nothing worth compacting,
+        and nothing was written.
+        """
+        release = agent.reserve_turn_admission()
+        if release is None:
+            raise busy("a turn is running or a queued prompt is about to start")
+        try:
+            span = select_range(agent.surface, self.config.keep_recent_tokens)
+            if span is None:
+                return None
+            return await self._run(agent, span, Region(None, "span", flush=True), signal)
+        finally:
+            release()
+
+    # -- explicit range -----------------------------------------------------
+
+    async def compact_range(
+        self,
+        agent: Driver,
+        first_seq: int,
+        last_seq: int,
+        *,
+        flush: bool = False,
+        signal: AbortSignal | None = None,
+    ) -> CompactOutcome:
+        span = range_span(agent.surface, first_seq, last_seq)
+        if span is None:
+            raise InvalidRangeError(f"no messages between seq {first_seq} and {last_seq}")
+        tail = agent.log.tail
+        owner = tail.open_turn["turn"] if tail.open_turn else tail.last_turn
+        return await self._run(agent, span, Region(owner, "surface", flush), signal)
+
+    # -- automatic: TurnHooks -------------------------------------------------
+
+    def _pressure(self, agent: Driver) -> bool:
+        used = agent.surface.tokens
+        return used > self.config.threshold * self.context_window
+
+    async def _automatic(self, agent: Driver, turn: int) -> bool:
+        span = select_range(agent.surface, self.config.keep_recent_tokens)
+        if span is None:
+            return False
+        try:
+            await self._run(agent, span, Region(turn, "surface", flush=False))
+        except CompactionError as exc:
+            # The turn goes on with the surface it has; the log has the attempt.
+            self.last_error = exc
+            return False
+        return True
+
+    async def before_request(self, driver: Driver, turn: int) -> None:
+        if self.config.auto and self._pressure(driver):
+            await self._automatic(driver, turn)
+
+    async def on_overflow(self, driver: Driver, turn: int) -> bool:
+        return await self._automatic(driver, turn)

@@ -1,0 +1,483 @@
+"""Seed 003's compaction rules: one transaction, one durable bracket, exact failures."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine import log as k
+from engine.compaction import AbortSignal, CompactionError, InvalidRangeError
+from engine.config import parse_config
+from engine.log import SessionLog
+from engine.runtime import Runtime
+from engine.session import Thread
+from tests import scripted_server as s
+from tests.support import client_for, kinds, of_kind
+
+
+def config(server, **compaction: Any):
+    compaction.setdefault("keep_recent_tokens", 0)
+    return parse_config(
+        {
+            "model": {"base_url": server.base_url, "api_key": "k", "max_retries": 0},
+            "compaction": compaction,
+        },
+        source="test",
+        env={},
+    )
+
+
+class FaultyLog(SessionLog):
+    """A log whose disk fails on chosen kinds, and that records each fsync."""
+
+    fail_kinds: set[str]
+    fail_flush = False
+
+    def append(self, kind: str, **fields: Any) -> dict[str, Any]:
+        if kind in self.fail_kinds:
+            raise OSError(28, "No space left on device")
+        return super().append(kind, **fields)
+
+    def flush(self) -> None:
+        self.flushes.append(len(self.events))
+        if self.fail_flush:
+            raise OSError(5, "Input/output error")
+        super().flush()
+
+
+def open_runtime(tmp_path: Path, server, *, faulty: bool = True, **compaction: Any) -> Runtime:
+    cfg = config(server, **compaction)
+    runtime = Runtime.open(cfg, tmp_path, model=client_for(server))
+    if faulty:
+        log = runtime.thread.log
+        log.__class__ = FaultyLog
+        log.fail_kinds = set()  # type: ignore[attr-defined]
+        log.flushes = []  # type: ignore[attr-defined]
+    return runtime
+
+
+async def chat(runtime: Runtime, *prompts: str) -> None:
+    for prompt in prompts:
+        runtime.driver.send(prompt)
+        await asyncio.wait_for(runtime.driver.when_idle(), 5)
+
+
+def bracket(events: list[dict]) -> list[str]:
+    return kinds(events, k.COMPACT_START, k.COMPACT_SUMMARY, k.COMPACT_END)
+
+
+async def test_manual_compaction_replaces_old_turns_with_a_checkpoint(tmp_path, server):
+    rt = open_runtime(tmp_path, server)
+    await chat(rt, "one", "two", "three")
+    server.script(s.text("<summary>They said one, two, three.</summary>", usage={"x": 1}))
+    outcome = await rt.compaction.compact_now(rt.driver)
+    assert outcome is not None and outcome.replaced == 6
+    events = rt.thread.log.events
+    start, summary, end = (of_kind(events, kind)[-1] for kind in bracket(events))
+    assert start["turn"] is None and start["stability"] == "span"
+    assert "error" not in end and end["start"] == start["seq"]
+    checkpoint = of_kind(events, k.USER_MESSAGE)[-1]
+    assert checkpoint["checkpoint"]["summary"] == summary["seq"]
+    assert summary["summary"] == "They said one, two, three."
+    assert summary["raw"] == "<summary>They said one, two, three.</summary>"
+    assert summary["usage"] == {"x": 1}
+    assert summary["model"] == "scripted-model"
+    assert summary["replaced"] == [e.seq for e in []] or len(summary["replaced"]) == 6
+    assert rt.thread.log.flushes == [end["seq"]]  # flushed once, right after the close
+    await chat(rt, "four")
+    request = server.requests[-1]["messages"]
+    assert request[0]["role"] == "system"
+    assert request[1]["content"].startswith("[Checkpoint")
+    assert [m["content"] for m in request[2:]] == ["four"]
+    assert "one" not in [m["content"] for m in request]
+    # The summary request carried the old turns and no tools.
+    summary_request = server.requests[3]
+    assert "one" in summary_request["messages"][1]["content"]
+    assert "tools" not in summary_request
+    await rt.aclose()
+
+
+async def test_manual_keeps_recent_context_and_never_splits_tool_calls(tmp_path, server):
+    rt = open_runtime(tmp_path, server, keep_recent_tokens=1_000_000)
+    await chat(rt, "one", "two")
+    server.script(s.text("summary"))
+    outcome = await rt.compaction.compact_now(rt.driver)
+    assert outcome is not None and outcome.replaced == 2  # the last exchange is kept
+    assert [e.message["content"] for e in rt.driver.surface.entries[1:]] == ["two", "echo: two"]
+    await rt.aclose()
+
+
+async def test_nothing_to_compact_writes_nothing(tmp_path, server):
+    rt = open_runtime(tmp_path, server)
+    before = len(rt.thread.log.events)
+    assert await rt.compaction.compact_now(rt.driver) is None
+    assert len(rt.thread.log.events) == before
+    result = await rt.commands.run("/compact")
+    assert result.ok and result.text.startswith("Nothing to compact")
+    await rt.aclose()
+
+
+async def test_seed_scenario_queued_prompt_and_injection(tmp_path, server):
+    """A held summary admits a queued prompt and an immediate injection."""
+    rt = open_runtime(tmp_path, server)
+    await chat(rt, "first", "second")
+    server.script(s.text("the summary", hold="before"))
+    task = asyncio.ensure_future(rt.commands.run("/compact"))
+    await server.wait_requests(3)
+    queued = rt.driver.send("queued prompt")
+    injected = rt.driver.inject("injected context")
+    assert k.TURN_START not in kinds(rt.thread.log.events[-3:])
+    server.release()
+    result = await task
+    assert result.ok, result.text
+    await asyncio.wait_for(rt.driver.when_idle(), 5)
+    events = rt.thread.log.events
+    end = of_kind(events, k.COMPACT_END)[-1]
+    turn_start = of_kind(events, k.TURN_START)[-1]
+    assert of_kind(events, k.COMPACT_START)[-1]["turn"] is None
+    assert end["seq"] < turn_start["seq"] and turn_start["items"] == [queued]
+    assert rt.thread.log.flushes and rt.thread.log.flushes[0] < turn_start["seq"]
+    # Derived order: checkpoint → injection → queued prompt (and its reply).
+    contents = [m["content"] for m in server.requests[-1]["messages"][1:]]
+    assert contents[0].startswith("[Checkpoint")
+    assert contents[1:] == ["injected context", "queued prompt"]
+    assert injected < end["seq"]
+    # The command lifecycle is log-only: no turn number, not in model history.
+    assert kinds(events, k.COMMAND_RUN, k.COMMAND_DONE) == [k.COMMAND_RUN, k.COMMAND_DONE]
+    assert turn_start["turn"] == 3
+    await rt.aclose()
+
+
+async def test_live_orphan_blocks_every_entry_point(tmp_path, server):
+    rt = open_runtime(tmp_path, server, auto=True, threshold=0.0001)
+    await chat(rt, "one")  # pressure compaction runs inside this turn
+    rt.thread.log.append(k.COMPACT_START, turn=None, range={}, seqs=[], tokens=0)  # a crash
+    with pytest.raises(CompactionError) as manual:
+        await rt.compaction.compact_now(rt.driver)
+    assert manual.value.kind == "busy"
+    entries = rt.driver.surface.entries
+    with pytest.raises(CompactionError) as explicit:
+        await rt.compaction.compact_range(rt.driver, entries[0].seq, entries[-1].seq)
+    assert explicit.value.kind == "busy"
+    ends = len(of_kind(rt.thread.log.events, k.COMPACT_END))
+    await chat(rt, "two")  # pressure is blocked too, and the turn still answers
+    assert len(of_kind(rt.thread.log.events, k.COMPACT_END)) == ends
+    assert of_kind(rt.thread.log.events, k.TURN_END)[-1]["status"] == "ok"
+    await rt.aclose()
+
+
+async def test_stale_orphan_is_ignored_after_an_end_seed(tmp_path, server):
+    rt = open_runtime(tmp_path, server, faulty=False)
+    await chat(rt, "one", "two")
+    rt.thread.log.append(k.COMPACT_START, turn=None, range={}, seqs=[], tokens=0)
+    thread_id = rt.thread.id
+    await rt.aclose()
+    thread = Thread.resume(tmp_path, "local", thread_id)
+    assert thread.log.tail.open_compact is None
+    assert thread.log.tail.stale_compacts
+    thread.close()
+    rt2 = Runtime.open(config(server), tmp_path, thread_id=thread_id, model=client_for(server))
+    server.script(s.text("summary"))
+    outcome = await rt2.compaction.compact_now(rt2.driver)
+    assert outcome is not None
+    await rt2.aclose()
+
+
+async def test_end_seed_replay_clears_an_open_trace(tmp_path):
+    log = SessionLog.open(tmp_path / "session.jsonl")
+    log.append(k.COMPACT_START, turn=None, range={}, seqs=[], tokens=0)
+    assert log.tail.open_compact is not None
+    log.append(k.END_SEED, previous=1)
+    log.append(k.COMPACT_START, turn=None, range={}, seqs=[], tokens=0)
+    log.close()
+    replayed = SessionLog.open(tmp_path / "session.jsonl")
+    assert replayed.tail.open_compact["seq"] == 3  # live: after the newest end-seed
+    assert [e["seq"] for e in replayed.tail.stale_compacts] == [1]
+    replayed.close()
+
+
+async def test_pressure_compaction_is_owned_by_the_open_turn(tmp_path, server):
+    rt = open_runtime(tmp_path, server, auto=True, threshold=0.0001)
+    await chat(rt, "one")
+    await chat(rt, "two")
+    starts = of_kind(rt.thread.log.events, k.COMPACT_START)
+    assert starts and starts[-1]["turn"] == 2 and starts[-1]["stability"] == "surface"
+    assert not rt.thread.log.flushes  # automatic compaction asks for no flush
+    assert "error" not in of_kind(rt.thread.log.events, k.COMPACT_END)[-1]
+    await rt.aclose()
+
+
+async def test_overflow_compacts_then_retries_once(tmp_path, server):
+    rt = open_runtime(tmp_path, server, auto=False)
+    await chat(rt, "one")
+    server.script(s.overflow(), s.text("summary of one"), s.text("answer after retry"))
+    await chat(rt, "two")
+    events = rt.thread.log.events
+    assert bracket(events) == [k.COMPACT_START, k.COMPACT_SUMMARY, k.COMPACT_END]
+    assert of_kind(events, k.COMPACT_START)[0]["turn"] == 2
+    assert of_kind(events, k.ASSISTANT_MESSAGE)[-1]["content"] == "answer after retry"
+    assert server.requests[-1]["messages"][1]["content"].startswith("[Checkpoint")
+    await rt.aclose()
+
+
+async def test_overflow_twice_fails_the_turn_with_one_line(tmp_path, server):
+    rt = open_runtime(tmp_path, server, auto=False)
+    await chat(rt, "one")
+    server.script(s.overflow(), s.text("summary"), s.overflow())
+    await chat(rt, "two")
+    end = of_kind(rt.thread.log.events, k.TURN_END)[-1]
+    assert end["status"] == "error" and "\n" not in end["error"]
+    await rt.aclose()
+
+
+async def test_manual_and_automatic_exclude_each_other(tmp_path, server):
+    rt = open_runtime(tmp_path, server)
+    await chat(rt, "one", "two")
+    server.script(s.text("held summary", hold="before"))
+    manual = asyncio.ensure_future(rt.compaction.compact_now(rt.driver))
+    await server.wait_requests(3)
+    entries = rt.driver.surface.entries
+    with pytest.raises(CompactionError) as other:
+        await rt.compaction.compact_range(rt.driver, entries[0].seq, entries[-1].seq)
+    assert other.value.kind == "busy"
+    server.release()
+    assert await manual is not None
+    # And the other way round: an automatic compaction inside a turn.
+    rt.compaction.config = config(server, auto=True, threshold=0.0001).compaction
+    server.script(s.text("held auto summary", hold="before"))
+    rt.driver.send("three")
+    await server.wait_requests(4)
+    with pytest.raises(CompactionError) as blocked:
+        await rt.compaction.compact_now(rt.driver)
+    assert blocked.value.kind == "busy"
+    server.release()
+    await asyncio.wait_for(rt.driver.when_idle(), 5)
+    await rt.aclose()
+
+
+async def test_reentrant_listeners_see_the_lock(tmp_path, server):
+    rt = open_runtime(tmp_path, server)
+    await chat(rt, "one", "two")
+    seen: list[Any] = []
+
+    def listener(event: dict) -> None:
+        if event["kind"] == k.COMPACT_START:
+            seen.append(("start-open", rt.thread.log.tail.open_compact is not None))
+            rt.driver.inject("context from a listener")  # appending re-entrantly is fine
+            entries = rt.driver.surface.entries
+            nested = rt.compaction.compact_range(rt.driver, entries[0].seq, entries[-1].seq)
+            seen.append(asyncio.ensure_future(nested))
+        elif event["kind"] == k.COMPACT_END:
+            seen.append(("end-free", rt.thread.log.tail.open_compact is None))
+
+    rt.thread.log.listeners.append(listener)
+    server.script(s.text("summary"))
+    outcome = await rt.compaction.compact_now(rt.driver)
+    assert outcome is not None
+    with pytest.raises(CompactionError) as busy:
+        await seen[1]
+    assert busy.value.kind == "busy" and "has not ended" in str(busy.value)
+    assert seen[0] == ("start-open", True) and seen[2] == ("end-free", True)
+    contents = [m["content"] for m in rt.driver.surface.messages()]
+    assert contents[0].startswith("[Checkpoint") and contents[1] == "context from a listener"
+    await rt.aclose()
+
+
+async def test_selected_span_drift_is_changed(tmp_path, server):
+    rt = open_runtime(tmp_path, server)
+    await chat(rt, "one", "two")
+    server.script(s.text("summary", hold="before"))
+    task = asyncio.ensure_future(rt.compaction.compact_now(rt.driver))
+    await server.wait_requests(3)
+    # A writer that ignores the lock replaces part of the selected span.
+    first = rt.driver.surface.entries[0].seq
+    log = rt.thread.log
+    summary = log.append(k.COMPACT_SUMMARY, replaced=[first], summary="x")
+    log.append(k.USER_MESSAGE, text="rogue", checkpoint={"summary": summary["seq"]})
+    server.release()
+    with pytest.raises(CompactionError) as changed:
+        await task
+    assert changed.value.kind == "changed"
+    assert "conversation is unchanged" in str(changed.value)
+    end = of_kind(log.events, k.COMPACT_END)[-1]
+    assert end["error"] == "changed"
+    assert log.flushes == [end["seq"]]  # a closed failed manual attempt is flushed too
+    await rt.aclose()
+
+
+async def test_whole_surface_change_stops_an_explicit_range(tmp_path, server):
+    rt = open_runtime(tmp_path, server)
+    await chat(rt, "one", "two")
+    entries = list(rt.driver.surface.entries)
+    server.script(s.text("summary", hold="before"))
+    task = asyncio.ensure_future(
+        rt.compaction.compact_range(rt.driver, entries[0].seq, entries[1].seq)
+    )
+    await server.wait_requests(3)
+    rt.driver.inject("anything appended")
+    server.release()
+    with pytest.raises(CompactionError) as changed:
+        await task
+    assert changed.value.kind == "changed"
+    assert of_kind(rt.thread.log.events, k.COMPACT_START)[-1]["turn"] == 2
+    surface_before = [e.seq for e in entries]
+    assert [e.seq for e in rt.driver.surface.entries][:4] == surface_before
+    await rt.aclose()
+
+
+async def test_explicit_range_must_be_a_valid_span(tmp_path, server):
+    rt = open_runtime(tmp_path, server)
+    await chat(rt, "one")
+    with pytest.raises(InvalidRangeError):
+        await rt.compaction.compact_range(rt.driver, 10_000, 10_001)
+    assert k.COMPACT_START not in kinds(rt.thread.log.events)
+    await rt.aclose()
+
+
+async def test_summary_failure_leaves_surface_unchanged(tmp_path, server):
+    rt = open_runtime(tmp_path, server)
+    await chat(rt, "one", "two")
+    before = [e.seq for e in rt.driver.surface.entries]
+    server.script(s.error(500, "boom"))
+    result = await rt.commands.run("/compact")
+    assert not result.ok
+    assert result.text.startswith("Compaction failed: the summary could not be produced (")
+    assert result.text.endswith("The conversation is unchanged; only the log records the attempt.")
+    assert [e.seq for e in rt.driver.surface.entries] == before
+    end = of_kind(rt.thread.log.events, k.COMPACT_END)[-1]
+    assert end["error"] == "summary"
+    done = of_kind(rt.thread.log.events, k.COMMAND_DONE)[-1]
+    assert done["error"] == result.text
+    await rt.aclose()
+
+
+async def test_empty_summary_is_a_summary_error(tmp_path, server):
+    rt = open_runtime(tmp_path, server)
+    await chat(rt, "one", "two")
+    server.script(s.text("   "))
+    with pytest.raises(CompactionError) as err:
+        await rt.compaction.compact_now(rt.driver)
+    assert err.value.kind == "summary" and "empty summary" in str(err.value)
+    await rt.aclose()
+
+
+async def test_commit_failure_says_the_surface_may_have_changed(tmp_path, server):
+    rt = open_runtime(tmp_path, server)
+    await chat(rt, "one", "two")
+    rt.thread.log.fail_kinds = {k.COMPACT_SUMMARY}
+    server.script(s.text("summary"))
+    with pytest.raises(CompactionError) as err:
+        await rt.compaction.compact_now(rt.driver)
+    assert err.value.kind == "commit"
+    assert str(err.value) == (
+        "Compaction failed while replacing the summarized messages ([Errno 28] No space left "
+        "on device). The conversation may have partly changed; check the transcript before "
+        "going on."
+    )
+    assert of_kind(rt.thread.log.events, k.COMPACT_END)[-1]["error"] == "commit"
+    await rt.aclose()
+
+
+async def test_failed_close_keeps_the_lock_and_skips_the_flush(tmp_path, server):
+    rt = open_runtime(tmp_path, server)
+    await chat(rt, "one", "two")
+    rt.thread.log.fail_kinds = {k.COMPACT_END}
+    server.script(s.text("summary"))
+    with pytest.raises(CompactionError) as err:
+        await rt.compaction.compact_now(rt.driver)
+    assert err.value.kind == "persistence"
+    assert str(err.value).startswith("Compaction was applied but could not be saved to disk (")
+    assert rt.thread.log.flushes == []
+    rt.thread.log.fail_kinds = set()
+    await chat(rt, "three")  # the thread stays usable
+    with pytest.raises(CompactionError) as again:
+        await rt.compaction.compact_now(rt.driver)
+    assert again.value.kind == "busy"
+    await rt.aclose()
+
+
+async def test_failed_flush_is_a_persistence_error(tmp_path, server):
+    rt = open_runtime(tmp_path, server)
+    await chat(rt, "one", "two")
+    rt.thread.log.fail_flush = True
+    server.script(s.text("summary"))
+    with pytest.raises(CompactionError) as err:
+        await rt.compaction.compact_now(rt.driver)
+    assert err.value.kind == "persistence" and "fsync failed" in str(err.value)
+    assert "error" not in of_kind(rt.thread.log.events, k.COMPACT_END)[-1]
+    assert rt.driver.surface.entries[0].checkpoint  # the summary is in use
+    await rt.aclose()
+
+
+async def test_busy_text_when_a_turn_runs(tmp_path, server):
+    rt = open_runtime(tmp_path, server)
+    server.script(s.text("slow", hold="before"))
+    rt.driver.send("q")
+    await server.wait_requests(1)
+    result = await rt.commands.run("/compact")
+    assert not result.ok
+    assert result.text == (
+        "Compaction is busy: a turn is running or a queued prompt is about to start. "
+        "Nothing was written; try again when it has finished."
+    )
+    server.release()
+    await asyncio.wait_for(rt.driver.when_idle(), 5)
+    await rt.aclose()
+
+
+@pytest.mark.parametrize("how", ["task", "signal"])
+async def test_cancellation_keeps_its_exact_cause_after_close_and_flush(tmp_path, server, how):
+    rt = open_runtime(tmp_path, server)
+    await chat(rt, "one", "two")
+    server.script(s.text("never", hold="before"))
+    signal = AbortSignal()
+    task = asyncio.ensure_future(rt.compaction.compact_now(rt.driver, signal))
+    await server.wait_requests(3)
+    queued = rt.driver.send("typed meanwhile")
+    if how == "task":
+        task.cancel("Esc pressed")
+    else:
+        signal.abort("Esc pressed")
+    with pytest.raises(asyncio.CancelledError) as cancelled:
+        await task
+    assert cancelled.value.args == ("Esc pressed",)
+    server.release()
+    events = rt.thread.log.events
+    end = of_kind(events, k.COMPACT_END)[-1]
+    assert end["error"] == "summary" and end["cancelled"] == "Esc pressed"
+    assert rt.thread.log.flushes == [end["seq"]]
+    assert rt.driver.surface.entries[0].checkpoint is False
+    await asyncio.wait_for(rt.driver.when_idle(), 5)  # the reservation was released
+    assert of_kind(rt.thread.log.events, k.TURN_START)[-1]["items"] == [queued]
+    await rt.aclose()
+
+
+async def test_help_and_command_rules(tmp_path, server):
+    rt = open_runtime(tmp_path, server)
+    help_result = await rt.commands.run("/help")
+    assert help_result.ok and "/compact" in help_result.text and "/help" in help_result.text
+    rejected = await rt.commands.run("/compact foo")
+    assert not rejected.ok and rejected.text == "/compact takes no arguments (got 'foo')"
+    unknown = await rt.commands.run("/compat")
+    assert unknown.text == "unknown command /compat (did you mean /compact?)"
+    assert k.COMPACT_START not in kinds(rt.thread.log.events)
+    # Commands never reach the model and never take a turn number.
+    await chat(rt, "hello")
+    assert of_kind(rt.thread.log.events, k.TURN_START)[0]["turn"] == 1
+    sent = server.requests[-1]["messages"]
+    assert all("/help" not in str(m["content"]) for m in sent)
+    await rt.aclose()
+
+
+async def test_a_new_command_appears_in_help(tmp_path, server):
+    rt = open_runtime(tmp_path, server)
+
+    @rt.commands.add("zeta", "a late addition")
+    async def _zeta(args: str) -> str:
+        return "z"
+
+    assert "/zeta" in (await rt.commands.run("/help")).text
+    await rt.aclose()
