@@ -1,0 +1,77 @@
+"""SIGKILL after each step of the compaction transaction: nothing typed is lost."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine import log as k
+from engine.config import load_config
+from engine.runtime import Runtime
+from engine.session import Thread
+from tests.crash_child import TYPED_DURING
+from tests.support import client_for, of_kind
+
+ROOT = Path(__file__).resolve().parent.parent
+STEPS = [
+    "1-reserved",
+    "2-before-start",
+    "3-started",
+    "4-summarized",
+    "5-validated",
+    "6-summary",
+    "6-checkpoint",
+    "7-closed",
+    "8-flushed",
+]
+
+
+@pytest.mark.parametrize("step", STEPS)
+async def test_killed_during_compaction_loses_nothing(tmp_path, server, step):
+    config_path = tmp_path / "config.yaml"
+    config_path.write_text(
+        f"model:\n  base_url: {server.base_url}\n  api_key: k\n  max_retries: 0\n"
+        "compaction:\n  keep_recent_tokens: 0\n"
+    )
+    Thread.create(tmp_path, "local", "crash").close()
+    env = {key: v for key, v in os.environ.items() if not key.startswith("OPENAI_")}
+    env["PYTHONPATH"] = str(ROOT)
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tests.crash_child",
+        str(tmp_path),
+        str(config_path),
+        "crash",
+        step,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(child.communicate(), 30)
+    assert child.returncode == -signal.SIGKILL, err.decode()
+
+    config = load_config(config_path, home=tmp_path)
+    rt = Runtime.open(config, tmp_path, thread_id="crash", model=client_for(server))
+    log = rt.thread.log
+    assert log.tail.open_compact is None  # a crash's bracket is stale after the end-seed
+    said = [e["text"] for e in of_kind(log.events, k.USER_MESSAGE) if "item_id" in e]
+    waiting = [item.text for item in rt.driver.inbox]
+    assert said[:2] == ["one", "two"]
+    assert said[2:] + waiting == [TYPED_DURING]  # delivered or restored, exactly once
+    # The thread is usable: a new prompt runs (with any restored input) ...
+    rt.driver.send("after restart")
+    await asyncio.wait_for(rt.driver.when_idle(), 10)
+    assert of_kind(log.events, k.TURN_END)[-1]["status"] == "ok"
+    assert not rt.driver.inbox
+    # ... and /compact is not wedged by the killed attempt.
+    result = await rt.commands.run("/compact")
+    assert result.ok, result.text
+    await rt.aclose()
