@@ -123,14 +123,16 @@ def read_events(path: Path) -> LoadResult:
             raise LogCorruptError(path, lineno, "empty line")
         try:
             event = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except json.JSONDecodeError as exc:
             raise LogCorruptError(path, lineno, f"not valid JSON ({exc.msg})") from None
+        except UnicodeDecodeError:
+            raise LogCorruptError(path, lineno, "not valid UTF-8") from None
         if not isinstance(event, dict):
             raise LogCorruptError(path, lineno, "not a JSON object")
         seq = event.get("seq")
         if not isinstance(event.get("kind"), str):
             raise LogCorruptError(path, lineno, "missing 'kind'")
-        if seq != len(events) + 1:
+        if type(seq) is not int or seq != len(events) + 1:
             raise LogCorruptError(path, lineno, f"expected seq {len(events) + 1}, found {seq!r}")
         events.append(event)
         good += len(raw) + 1

@@ -18,7 +18,7 @@ from pathlib import Path
 from engine import log as k
 from engine.log import SessionLog, read_events
 
-THREAD_ID = re.compile(r"^[A-Za-z0-9._-]{1,80}$")
+THREAD_ID = re.compile(r"[A-Za-z0-9._-]{1,80}")
 LOG_NAME = "session.jsonl"
 
 
@@ -31,7 +31,7 @@ def user_dir(home: Path, user_id: str) -> Path:
 
 
 def thread_dir(home: Path, user_id: str, thread_id: str) -> Path:
-    if not THREAD_ID.match(thread_id) or thread_id in (".", ".."):
+    if not THREAD_ID.fullmatch(thread_id) or thread_id in (".", ".."):
         raise ThreadNotFoundError(f"invalid thread id {thread_id!r}")
     return user_dir(home, user_id) / "threads" / thread_id
 

@@ -44,14 +44,8 @@ class Entry:
     tokens: int
     checkpoint: bool = False
     turn: int | None = None
-
-    @property
-    def call_ids(self) -> tuple[str, ...]:
-        return tuple(call["id"] for call in self.message.get("tool_calls") or ())
-
-    @property
-    def result_of(self) -> str | None:
-        return self.message.get("tool_call_id")
+    call_ids: tuple[str, ...] = ()
+    result_of: str | None = None
 
 
 def _assistant_message(event: k.Event) -> Message:
@@ -76,6 +70,12 @@ class Surface:
         self.entries: list[Entry] = []
         self._replacements: dict[int, list[int]] = {}
         self._turn: int | None = None
+        self.version = 0
+        """Bumped by every change to the entries: whole-surface stability is one compare."""
+
+    def _add(self, entry: Entry) -> None:
+        self.entries.append(entry)
+        self.version += 1
 
     @classmethod
     def from_events(cls, events: Iterable[k.Event]) -> Surface:
@@ -103,22 +103,38 @@ class Surface:
             )
             if checkpoint is not None:
                 self._place_checkpoint(entry, checkpoint)
+                self.version += 1
             else:
-                self.entries.append(entry)
+                self._add(entry)
         elif kind == k.ASSISTANT_MESSAGE:
             message = _assistant_message(event)
             size = len(message["content"]) + sum(
                 len(c["function"]["name"]) + len(c["function"]["arguments"])
                 for c in message.get("tool_calls", ())
             )
-            self.entries.append(
-                Entry(event["seq"], "assistant", message, tokens_for_chars(size), turn=self._turn)
+            calls = tuple(call["id"] for call in message.get("tool_calls", ()))
+            self._add(
+                Entry(
+                    event["seq"],
+                    "assistant",
+                    message,
+                    tokens_for_chars(size),
+                    turn=self._turn,
+                    call_ids=calls,
+                )
             )
         elif kind == k.TOOL_RESULT:
             content = event.get("content", "")
             message = {"role": "tool", "tool_call_id": event.get("call_id", ""), "content": content}
-            self.entries.append(
-                Entry(event["seq"], "tool", message, estimate_tokens(content), turn=self._turn)
+            self._add(
+                Entry(
+                    event["seq"],
+                    "tool",
+                    message,
+                    estimate_tokens(content),
+                    turn=self._turn,
+                    result_of=message["tool_call_id"],
+                )
             )
         elif kind == k.COMPACT_SUMMARY:
             self._replacements[event["seq"]] = list(event.get("replaced") or ())

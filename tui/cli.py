@@ -73,6 +73,8 @@ def _fail(message: str, code: int) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from engine.config import ConfigError, default_home, load_config
+    from engine.log import LogCorruptError
+    from engine.session import ThreadNotFoundError
 
     home: Path = args.home or default_home()
     try:
@@ -103,6 +105,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_plain(config, home, thread_id=args.thread)
     except KeyboardInterrupt:
         return 130
+    except ThreadNotFoundError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    except LogCorruptError as exc:
+        return _fail(f"{exc} (the log was not changed; repair or remove that line)", EXIT_FAILURE)
+    except OSError as exc:
+        return _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), EXIT_FAILURE)
 
 
 if __name__ == "__main__":

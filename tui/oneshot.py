@@ -7,18 +7,15 @@ from pathlib import Path
 
 from engine.config import Config
 from engine.runtime import Runtime
-from engine.session import ThreadNotFoundError
 from tui.printer import StreamPrinter
 
 
 async def _oneshot(config: Config, home: Path, prompt: str, thread_id: str | None) -> int:
     printer = StreamPrinter()
-    try:
-        runtime = Runtime.open(config, home, thread_id=thread_id)
-    except ThreadNotFoundError as exc:
-        printer.notice(f"trove: {exc}")
-        return 2
+    runtime = Runtime.open(config, home, thread_id=thread_id)
     printer.attach(runtime)
+    for notice in runtime.notices:
+        printer.notice(notice)
     try:
         runtime.driver.send(prompt)
         await runtime.driver.when_idle()

@@ -16,7 +16,6 @@ from pathlib import Path
 from engine.commands import is_command
 from engine.config import Config
 from engine.runtime import Runtime
-from engine.session import ThreadNotFoundError
 from tui.printer import StreamPrinter
 
 
@@ -134,11 +133,7 @@ class PlainRepl:
 
 async def _plain(config: Config, home: Path, thread_id: str | None) -> int:
     printer = StreamPrinter()
-    try:
-        runtime = Runtime.open(config, home, thread_id=thread_id)
-    except ThreadNotFoundError as exc:
-        printer.notice(f"trove: {exc}")
-        return 2
+    runtime = Runtime.open(config, home, thread_id=thread_id)
     printer.attach(runtime)
     for notice in runtime.notices:
         printer.notice(notice)

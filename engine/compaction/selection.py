@@ -97,8 +97,3 @@ def span_problem(surface: Surface, span: Span) -> str | None:
     if not _balanced(entries):
         return "the selection would split a tool call from its result"
     return None
-
-
-def fingerprint(surface: Surface) -> tuple[tuple[int, int], ...]:
-    """Whole-surface identity for automatic compaction's stability rule."""
-    return tuple((entry.seq, entry.tokens) for entry in surface.entries)

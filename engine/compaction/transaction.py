@@ -23,7 +23,7 @@ from typing import Any, Literal
 from engine import log as k
 from engine.compaction.errors import CompactionError, busy
 from engine.compaction.prompt import checkpoint_text, clean_summary
-from engine.compaction.selection import Span, fingerprint, span_problem
+from engine.compaction.selection import Span, span_problem
 from engine.log import SessionLog
 from engine.offload import run_drained
 from engine.surface import Entry, Surface
@@ -95,7 +95,7 @@ async def run_region(
     )
     wanted = set(span.seqs)
     entries = [entry for entry in surface.entries if entry.seq in wanted]
-    before = fingerprint(surface)
+    version = surface.version
     error: CompactionError | None = None
     cancelled: asyncio.CancelledError | None = None
     outcome: CompactOutcome | None = None
@@ -110,7 +110,7 @@ async def run_region(
         if region.stability == "span":
             problem = span_problem(surface, span)
         else:
-            problem = None if fingerprint(surface) == before else "the conversation changed"
+            problem = None if surface.version == version else "the conversation changed"
         if problem is not None:
             raise CompactionError("changed", problem)
         # 6. Commit: the summary, then the checkpoint that takes the span's place.
