@@ -1,0 +1,257 @@
+"""Benchmark: replaying session logs and resuming a thread (no model server needed).
+
+    python bench/log_replay.py [--runs 5] [--sizes 10000 100000] [--resume-size 10000]
+
+Generates realistic logs (queued prompts, turns, tool round trips with results,
+assistant replies carrying usage, the odd injection) in a temporary directory,
+then prints:
+
+* replay throughput: `SessionLog.open` + `Surface.from_events`, median of N runs
+  per size, against the DESIGN.md target of >= 200,000 events/s;
+* resume latency: `engine.runtime.Runtime.open` on a 10,000-event thread inside
+  asyncio ("ready" = Runtime.open returned), median of N runs, against <= 1.0 s.
+
+Figures are printed, never asserted: this is a benchmark, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from engine import log as k
+from engine.config import Config, ModelConfig
+from engine.log import SessionLog
+from engine.runtime import Runtime
+from engine.session import LOG_NAME, thread_dir
+from engine.surface import Surface
+
+REPLAY_TARGET = 200_000  # events/s
+RESUME_TARGET = 1.0  # seconds
+
+_VOCABULARY = (
+    "the a of to and in is for that with on as this it be are was by from or an at "
+    "function error value return file test config model thread session log event turn "
+    "compaction summary archive search result request response stream token context "
+    "python async await import class def self list dict string number none true false "
+    "please could you explain why how what when where which should would can does "
+    "fix bug issue change update add remove rename refactor benchmark measure latency"
+)
+WORDS = tuple(_VOCABULARY.split())
+CJK = "上下文压缩会话日志搜索结果模型请求回复线程摘要"
+
+
+def _text(rng: random.Random, mean_chars: int) -> str:
+    """Prose-like text of roughly `mean_chars` characters, sometimes with CJK runs."""
+    target = max(8, int(rng.expovariate(1 / mean_chars)))
+    parts: list[str] = []
+    size = 0
+    while size < target:
+        if rng.random() < 0.03:
+            word = "".join(rng.choice(CJK) for _ in range(rng.randint(2, 6)))
+        else:
+            word = rng.choice(WORDS)
+        if rng.random() < 0.08:
+            word += rng.choice(".,:;?")
+        if rng.random() < 0.02:
+            word += "\n"
+        parts.append(word)
+        size += len(word) + 1
+    return " ".join(parts)
+
+
+def generate_events(n: int, seed: int = 1) -> Iterator[dict[str, Any]]:
+    """Exactly `n` events shaped like the driver writes them (the last turn may be open)."""
+    rng = random.Random(seed)
+    moment = datetime(2025, 1, 1, tzinfo=UTC)
+    seq = 0
+    turn = 0
+    calls = 0
+
+    def event(kind: str, **fields: Any) -> dict[str, Any]:
+        nonlocal seq, moment
+        seq += 1
+        moment += timedelta(milliseconds=rng.randint(1, 4000))
+        ts = moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+        return {"seq": seq, "ts": ts, "kind": kind, **fields}
+
+    def usage(prompt_chars: int, completion_chars: int) -> dict[str, int]:
+        prompt, completion = prompt_chars // 4, completion_chars // 4
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
+
+    context_chars = 0
+    while True:
+        turn_events: list[dict[str, Any]] = []
+        if rng.random() < 0.05:
+            turn_events.append(event(k.USER_MESSAGE, text=_text(rng, 120), source="inject"))
+        prompt = _text(rng, 180)
+        queued = event(k.INBOX_QUEUED, text=prompt, waking=True, placement="follow-up")
+        turn += 1
+        turn_events.append(queued)
+        turn_events.append(event(k.TURN_START, turn=turn, items=[queued["seq"]]))
+        turn_events.append(event(k.USER_MESSAGE, text=prompt, item_id=queued["seq"]))
+        context_chars += len(prompt)
+        for _ in range(rng.choice((0, 0, 0, 1, 1, 2))):  # tool round trips
+            round_calls = []
+            for _ in range(rng.choice((1, 1, 2))):
+                calls += 1
+                name = rng.choice(("history_search", "history_read", "task_note"))
+                args = json.dumps({"query": _text(rng, 30)}, ensure_ascii=False)
+                round_calls.append({"id": f"call_{calls:06d}", "name": name, "arguments": args})
+            preface = _text(rng, 60) if rng.random() < 0.3 else ""
+            turn_events.append(
+                event(
+                    k.ASSISTANT_MESSAGE,
+                    content=preface,
+                    tool_calls=round_calls,
+                    usage=usage(context_chars, len(preface) + 80),
+                    model="gpt-4o-mini",
+                    finish_reason="tool_calls",
+                )
+            )
+            for call in round_calls:
+                result = _text(rng, 900)
+                context_chars += len(result)
+                turn_events.append(
+                    event(k.TOOL_RESULT, call_id=call["id"], name=call["name"], content=result)
+                )
+        reply = _text(rng, 1200)
+        context_chars += len(reply)
+        turn_events.append(
+            event(
+                k.ASSISTANT_MESSAGE,
+                content=reply,
+                tool_calls=[],
+                usage=usage(context_chars, len(reply)),
+                model="gpt-4o-mini",
+                finish_reason="stop",
+            )
+        )
+        turn_events.append(event(k.TURN_END, turn=turn, status="ok"))
+        for item in turn_events:
+            if item["seq"] > n:
+                return
+            yield item
+
+
+def write_log(path: Path, n: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as fh:
+        for event in generate_events(n):
+            fh.write(json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+
+def time_json_floor(path: Path) -> float:
+    """json.loads of every line and nothing else: the floor replay cannot beat."""
+    data = path.read_bytes()
+    gc.collect()
+    start = time.perf_counter()
+    events = [json.loads(line) for line in data.split(b"\n") if line]
+    elapsed = time.perf_counter() - start
+    del events
+    return elapsed
+
+
+def time_replay(path: Path) -> tuple[float, int]:
+    gc.collect()
+    start = time.perf_counter()
+    log = SessionLog.open(path)
+    surface = Surface.from_events(log.events)
+    elapsed = time.perf_counter() - start
+    log.close()
+    if not surface.entries:
+        raise SystemExit("bench: the generated log produced an empty surface")
+    return elapsed, len(log.events)
+
+
+async def _resume_once(config: Config, home: Path, thread_id: str) -> float:
+    start = time.perf_counter()
+    runtime = Runtime.open(config, home, thread_id=thread_id)
+    ready = time.perf_counter() - start
+    await runtime.aclose()
+    return ready
+
+
+def time_resume(home: Path, source: Path, run: int) -> float:
+    # Every run resumes its own copy: a resume appends an end-seed.
+    config = Config(model=ModelConfig(base_url="http://127.0.0.1:9/v1", api_key="unused"))
+    thread_id = f"resume-{run}"
+    target = thread_dir(home, config.user_id, thread_id) / LOG_NAME
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+    gc.collect()
+    return asyncio.run(_resume_once(config, home, thread_id))
+
+
+def _verdict(ok: bool) -> str:
+    return "ok" if ok else "MISS"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--resume-size", type=int, default=10_000)
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="trove-bench-") as tmp:
+        root = Path(tmp)
+        print(f"python {sys.version.split()[0]}; median of {args.runs} runs each")
+        print()
+        print("log replay: SessionLog.open + Surface.from_events")
+        print(
+            f"  {'events':>8}  {'log size':>9}  {'B/event':>7}  {'median':>9}  {'events/s':>9}"
+            f"  {'json-only':>9}  target"
+        )
+        for size in args.sizes:
+            path = root / f"replay-{size}" / LOG_NAME
+            write_log(path, size)
+            times = []
+            count = 0
+            for _ in range(args.runs):
+                elapsed, count = time_replay(path)
+                times.append(elapsed)
+            floor = statistics.median(time_json_floor(path) for _ in range(args.runs))
+            median = statistics.median(times)
+            rate = count / median
+            size_bytes = path.stat().st_size
+            print(
+                f"  {count:>8,}  {size_bytes / 2**20:>5.1f} MiB  {size_bytes // count:>7,}"
+                f"  {median * 1000:>6.1f} ms  {rate:>9,.0f}  {count / floor:>9,.0f}"
+                f"  >= {REPLAY_TARGET:,} events/s  {_verdict(rate >= REPLAY_TARGET)}"
+            )
+        print("  (json-only: json.loads of every line and nothing else, the floor for replay)")
+
+        print()
+        print("resume: Runtime.open of a thread inside asyncio (ready = Runtime.open returned)")
+        source = root / "resume-source" / LOG_NAME
+        write_log(source, args.resume_size)
+        home = root / "home"
+        resumes = [time_resume(home, source, run) for run in range(args.runs)]
+        median = statistics.median(resumes)
+        print(
+            f"  {args.resume_size:>8,} events  median {median * 1000:.1f} ms  "
+            f"(min {min(resumes) * 1000:.1f}, max {max(resumes) * 1000:.1f})  "
+            f"target <= {RESUME_TARGET:.1f} s  {_verdict(median <= RESUME_TARGET)}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

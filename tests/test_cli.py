@@ -1,0 +1,375 @@
+"""End to end: the `trove` command in a subprocess against the scripted server.
+
+The real `openai` client in the child process talks to the scripted server in
+this process over real sockets; nothing is patched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from engine import log as k
+from engine.log import Event, read_events
+from tests import scripted_server as s
+from tests.scripted_server import ScriptedServer
+
+REPO = Path(__file__).resolve().parent.parent
+TIMEOUT = 30
+
+
+@dataclass
+class Env:
+    home: Path
+    config: Path
+
+    @property
+    def common(self) -> list[str]:
+        return ["--home", str(self.home), "--config", str(self.config)]
+
+
+def _clean_env() -> dict[str, str]:
+    """The caller's environment without anything that would redirect the client or data."""
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("OPENAI_") and key != "TROVE_HOME"
+    }
+
+
+def trove(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tui.cli", *args],
+        input=stdin if stdin is not None else "",
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=_clean_env(),
+        timeout=TIMEOUT,
+    )
+
+
+def _write_config(path: Path, base_url: str) -> None:
+    path.write_text(
+        "model:\n"
+        f"  base_url: {base_url}\n"
+        "  api_key: test-key\n"
+        "  name: scripted-model\n"
+        "  max_retries: 0\n",
+        encoding="utf-8",
+    )
+
+
+@pytest.fixture
+def env(tmp_path: Path, server: ScriptedServer) -> Env:
+    config = tmp_path / "config.yaml"
+    _write_config(config, server.base_url)
+    return Env(tmp_path / "home", config)
+
+
+def _logs(home: Path, user: str = "local") -> list[Path]:
+    return sorted((home / "users" / user / "threads").glob("*/session.jsonl"))
+
+
+def _only_log(home: Path) -> tuple[str, list[Event]]:
+    logs = _logs(home)
+    assert len(logs) == 1, logs
+    return logs[0].parent.name, read_events(logs[0]).events
+
+
+def _turn_kinds(events: list[Event]) -> list[str]:
+    wanted = (k.TURN_START, k.USER_MESSAGE, k.ASSISTANT_MESSAGE, k.TURN_END, k.END_SEED)
+    return [e["kind"] for e in events if e["kind"] in wanted]
+
+
+def _one_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, f"expected exactly one line on stderr, got:\n{stderr}"
+    assert "Traceback" not in stderr, stderr
+    return lines[0]
+
+
+def _dead_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# -- happy paths ------------------------------------------------------------------------
+
+
+def test_plain_with_piped_stdin_streams_the_answer_and_logs_the_turn(
+    env: Env, server: ScriptedServer
+) -> None:
+    server.script(s.text("Hello from the scripted model."))
+    result = trove("--plain", *env.common, stdin="hello\n")
+    assert result.returncode == 0, result.stderr
+    assert "Hello from the scripted model." in result.stdout
+    assert "Traceback" not in result.stderr
+
+    _, events = _only_log(env.home)
+    assert _turn_kinds(events) == [k.TURN_START, k.USER_MESSAGE, k.ASSISTANT_MESSAGE, k.TURN_END]
+    by_kind = {e["kind"]: e for e in events}
+    assert by_kind[k.USER_MESSAGE]["text"] == "hello"
+    assert by_kind[k.ASSISTANT_MESSAGE]["content"] == "Hello from the scripted model."
+    assert by_kind[k.ASSISTANT_MESSAGE]["usage"]["total_tokens"] > 0
+    assert by_kind[k.TURN_END]["status"] == "ok"
+    # The request really went over the wire with the prompt in it.
+    assert server.requests[0]["messages"][-1] == {"role": "user", "content": "hello"}
+    assert server.requests[0]["stream"] is True
+
+
+def test_plain_runs_two_piped_lines_as_two_turns_in_order(env: Env, server: ScriptedServer) -> None:
+    server.script(s.text("first answer"), s.text("second answer"))
+    result = trove("--plain", *env.common, stdin="one\ntwo\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.index("first answer") < result.stdout.index("second answer")
+
+    _, events = _only_log(env.home)
+    starts = [e for e in events if e["kind"] == k.TURN_START]
+    assert [e["turn"] for e in starts] == [1, 2]
+    assert [len(e["items"]) for e in starts] == [1, 1], "each line is its own turn"
+    assert [e["text"] for e in events if e["kind"] == k.USER_MESSAGE] == ["one", "two"]
+    assert (
+        _turn_kinds(events) == [k.TURN_START, k.USER_MESSAGE, k.ASSISTANT_MESSAGE, k.TURN_END] * 2
+    )
+    # The second line was handled after the first finished: its request carries the first answer.
+    second = [(m["role"], m["content"]) for m in server.requests[1]["messages"]]
+    assert second[-3:] == [("user", "one"), ("assistant", "first answer"), ("user", "two")]
+
+
+def test_no_mode_flag_runs_the_plain_repl_for_now(env: Env, server: ScriptedServer) -> None:
+    server.script(s.text("plain by default"))
+    result = trove(*env.common, stdin="hi\n")
+    assert result.returncode == 0, result.stderr
+    assert "plain by default" in result.stdout
+    _, events = _only_log(env.home)
+    assert [e["text"] for e in events if e["kind"] == k.USER_MESSAGE] == ["hi"]
+
+
+def test_prompt_flag_prints_only_the_answer(env: Env, server: ScriptedServer) -> None:
+    server.script(s.text("just the answer"))
+    result = trove(*env.common, "-p", "hi")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "just the answer\n"
+    assert result.stderr == ""
+    _, events = _only_log(env.home)
+    assert _turn_kinds(events) == [k.TURN_START, k.USER_MESSAGE, k.ASSISTANT_MESSAGE, k.TURN_END]
+
+
+def test_thread_flag_resumes_with_an_end_seed_and_the_prior_turns(
+    env: Env, server: ScriptedServer
+) -> None:
+    server.script(s.text("first answer"), s.text("second answer"))
+    assert trove(*env.common, "-p", "first question").returncode == 0
+    thread_id, _ = _only_log(env.home)
+
+    result = trove(*env.common, "--thread", thread_id, "-p", "second question")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "second answer\n"
+
+    again_id, events = _only_log(env.home)
+    assert again_id == thread_id, "resume must not create a new thread"
+    assert _turn_kinds(events) == [
+        k.TURN_START,
+        k.USER_MESSAGE,
+        k.ASSISTANT_MESSAGE,
+        k.TURN_END,
+        k.END_SEED,
+        k.TURN_START,
+        k.USER_MESSAGE,
+        k.ASSISTANT_MESSAGE,
+        k.TURN_END,
+    ]
+    assert [e["turn"] for e in events if e["kind"] == k.TURN_START] == [1, 2]
+    sent = [(m["role"], m["content"]) for m in server.requests[1]["messages"]]
+    assert sent[-3:] == [
+        ("user", "first question"),
+        ("assistant", "first answer"),
+        ("user", "second question"),
+    ]
+
+
+def test_plain_resumes_a_thread_too(env: Env, server: ScriptedServer) -> None:
+    server.script(s.text("one"), s.text("two"))
+    assert trove(*env.common, "-p", "q1").returncode == 0
+    thread_id, _ = _only_log(env.home)
+    result = trove("--plain", *env.common, "--thread", thread_id, stdin="q2\n")
+    assert result.returncode == 0, result.stderr
+    _, events = _only_log(env.home)
+    assert [e["kind"] for e in events].count(k.END_SEED) == 1
+    assert [m["content"] for m in server.requests[1]["messages"] if m["role"] == "user"] == [
+        "q1",
+        "q2",
+    ]
+
+
+def test_threads_lists_and_common_options_go_before_or_after(
+    env: Env, server: ScriptedServer
+) -> None:
+    server.script(s.text("a"))
+    assert trove(*env.common, "-p", "what is a trove").returncode == 0
+    thread_id, _ = _only_log(env.home)
+
+    before = trove(*env.common, "threads")
+    after = trove("threads", *env.common)
+    for result in (before, after):
+        assert result.returncode == 0, result.stderr
+        assert result.stderr == ""
+        lines = result.stdout.splitlines()
+        assert len(lines) == 1
+        assert lines[0].startswith(thread_id)
+        assert "what is a trove" in lines[0]
+    assert before.stdout == after.stdout
+
+    other_user = trove("threads", *env.common, "--user", "bob")
+    assert other_user.returncode == 0
+    assert thread_id not in other_user.stdout
+
+
+def test_user_option_places_the_thread_under_that_user(env: Env, server: ScriptedServer) -> None:
+    server.script(s.text("ok"))
+    result = trove("--user", "alice", *env.common, "-p", "hi")
+    assert result.returncode == 0, result.stderr
+    assert len(_logs(env.home, "alice")) == 1
+    assert _logs(env.home, "local") == []
+
+
+# -- failures: one line, the right exit code, no traceback --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "key"),
+    [
+        ("model:\n  nme: gpt\n", "model.nme"),
+        ("model:\n  context_window: lots\n", "model.context_window"),
+        ("compaction:\n  auto: maybe\n", "compaction.auto"),
+    ],
+    ids=["unknown key", "bad int", "bad bool"],
+)
+def test_bad_config_exits_2_with_one_line_naming_file_and_key(
+    tmp_path: Path, server: ScriptedServer, yaml_text: str, key: str
+) -> None:
+    config = tmp_path / "bad.yaml"
+    config.write_text(yaml_text, encoding="utf-8")
+    result = trove("--home", str(tmp_path / "home"), "--config", str(config), "-p", "hi")
+    assert result.returncode == 2
+    line = _one_line(result.stderr)
+    assert str(config) in line and key in line, line
+    assert result.stdout == ""
+    assert server.requests == []
+    assert not (tmp_path / "home").exists() or _logs(tmp_path / "home") == []
+
+
+@pytest.mark.parametrize("mode", ["-p", "--plain"])
+def test_unreachable_server_gives_one_clear_line_and_exit_1(tmp_path: Path, mode: str) -> None:
+    port = _dead_port()
+    config = tmp_path / "config.yaml"
+    _write_config(config, f"http://127.0.0.1:{port}/v1")
+    args = [mode, "hi"] if mode == "-p" else [mode]
+    result = trove("--home", str(tmp_path / "home"), "--config", str(config), *args, stdin="hi\n")
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    line = _one_line(result.stderr)
+    assert "reach" in line and str(port) in line, line
+    # The prompt is not lost: it is in the log of the failed turn.
+    _, events = _only_log(tmp_path / "home")
+    assert [e["text"] for e in events if e["kind"] == k.USER_MESSAGE] == ["hi"]
+    assert [e["status"] for e in events if e["kind"] == k.TURN_END] == ["error"]
+
+
+def test_401_gives_one_line_about_the_api_key_and_exit_1(env: Env, server: ScriptedServer) -> None:
+    server.script(s.error(401, "Incorrect API key provided: test-key"))
+    result = trove(*env.common, "-p", "hi")
+    assert result.returncode == 1
+    line = _one_line(result.stderr)
+    assert "401" in line and "API key" in line, line
+    assert result.stdout.strip() == ""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--bogus"], ["threads", "--bogus"], ["-p"], ["--plain", "-p", "x"]],
+    ids=["unknown flag", "unknown flag after subcommand", "missing value", "exclusive modes"],
+)
+def test_bad_usage_exits_2_with_one_line(tmp_path: Path, args: list[str]) -> None:
+    result = trove("--home", str(tmp_path / "home"), *args)
+    assert result.returncode == 2
+    _one_line(result.stderr)
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize("thread", ["nosuch", "../escape"])
+@pytest.mark.parametrize("mode", ["-p", "--plain"])
+def test_unknown_thread_exits_2_with_one_line(
+    env: Env, server: ScriptedServer, thread: str, mode: str
+) -> None:
+    args = [mode, "hi"] if mode == "-p" else [mode]
+    result = trove(*env.common, "--thread", thread, *args, stdin="hi\n")
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    line = _one_line(result.stderr)
+    assert thread in line
+    assert server.requests == []
+    assert _logs(env.home) == [], "an unknown --thread must not create a thread"
+
+
+@pytest.mark.parametrize("mode", ["-p", "--plain"])
+def test_corrupt_log_in_a_resumed_thread_is_one_line_with_file_and_line(
+    env: Env, server: ScriptedServer, mode: str
+) -> None:
+    server.script(s.text("fine"))
+    assert trove(*env.common, "-p", "before the damage").returncode == 0
+    thread_id, _ = _only_log(env.home)
+    path = _logs(env.home)[0]
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[1] = b"{this is not json\n"
+    damaged = b"".join(lines)
+    path.write_bytes(damaged)
+
+    args = [mode, "after"] if mode == "-p" else [mode]
+    result = trove(*env.common, "--thread", thread_id, *args, stdin="after\n")
+    assert "Traceback" not in result.stderr, (
+        "BUG: a corrupt log line in a resumed thread must give one line with file:line, "
+        f"not a traceback (LogCorruptError escapes Runtime.open in trove {mode}). "
+        f"stderr was:\n{result.stderr}"
+    )
+    assert result.returncode in (1, 2), result.stderr
+    line = _one_line(result.stderr)
+    assert f"{path}:2" in line, line
+    assert path.read_bytes() == damaged, "the damaged log must be left as it was"
+    assert server.requests[1:] == []
+
+
+@pytest.mark.parametrize("mode", ["-p", "--plain"])
+def test_torn_tail_in_a_resumed_thread_is_reported_and_the_turn_runs(
+    env: Env, server: ScriptedServer, mode: str
+) -> None:
+    server.script(s.text("first"), s.text("second"))
+    assert trove(*env.common, "-p", "q1").returncode == 0
+    thread_id, events = _only_log(env.home)
+    path = _logs(env.home)[0]
+    torn = json.dumps({"seq": len(events) + 1, "ts": "x", "kind": "user/mess"})[:30].encode()
+    with path.open("ab") as fh:
+        fh.write(torn)
+
+    args = [mode, "q2"] if mode == "-p" else [mode]
+    result = trove(*env.common, "--thread", thread_id, *args, stdin="q2\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "second"
+    assert result.stderr.strip(), (
+        f"BUG: trove {mode} resumed a thread with a torn last line but never reported it "
+        "(the report is only made once: the torn bytes are moved aside on open)"
+    )
+    line = _one_line(result.stderr)
+    assert f"{path}:{len(events) + 1}" in line, line
+    kept = [p for p in path.parent.iterdir() if p.name.startswith("session.jsonl.torn")]
+    assert len(kept) == 1 and kept[0].read_bytes() == torn
+    reloaded = read_events(path)
+    assert reloaded.torn is None
+    assert [e["text"] for e in reloaded.events if e["kind"] == k.USER_MESSAGE] == ["q1", "q2"]

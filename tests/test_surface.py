@@ -1,0 +1,271 @@
+"""The surface: a pure function of log events (no I/O here)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from engine import log as k
+from engine.log import Event
+from engine.surface import (
+    INTERRUPTED_RESULT,
+    Surface,
+    estimate_tokens,
+    tokens_for_chars,
+)
+
+
+class Events:
+    """Builds a log in memory, numbering seqs the way SessionLog does."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def add(self, kind: str, **fields: Any) -> int:
+        seq = len(self.events) + 1
+        self.events.append({"seq": seq, "ts": "2025-01-01T00:00:00.000Z", "kind": kind, **fields})
+        return seq
+
+    def user(self, text: str, **fields: Any) -> int:
+        return self.add(k.USER_MESSAGE, text=text, **fields)
+
+    def assistant(self, content: str = "", calls: Sequence[tuple[str, str, str]] = ()) -> int:
+        return self.add(
+            k.ASSISTANT_MESSAGE,
+            content=content,
+            tool_calls=[{"id": i, "name": n, "arguments": a} for i, n, a in calls],
+            usage={"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
+        )
+
+    def result(self, call_id: str, content: str, name: str = "echo") -> int:
+        return self.add(k.TOOL_RESULT, call_id=call_id, name=name, content=content)
+
+    def compact(self, replaced: list[int], summary: str) -> int:
+        """compact/summary then the checkpoint user/message; returns the checkpoint seq."""
+        summary_seq = self.add(
+            k.COMPACT_SUMMARY,
+            summary=summary,
+            first=replaced[0],
+            last=replaced[-1],
+            replaced=replaced,
+        )
+        return self.checkpoint(summary_seq, replaced, summary)
+
+    def checkpoint(self, summary_seq: int, replaced: list[int], text: str) -> int:
+        return self.user(
+            text,
+            checkpoint={"summary": summary_seq, "first": replaced[0], "last": replaced[-1]},
+        )
+
+    def surface(self) -> Surface:
+        return Surface.from_events(self.events)
+
+
+def _seqs(surface: Surface) -> list[int]:
+    return [entry.seq for entry in surface.entries]
+
+
+def test_user_assistant_and_tool_messages_are_derived() -> None:
+    log = Events()
+    log.add(k.INBOX_QUEUED, text="what is 2+2?", waking=True, placement="follow-up")
+    log.add(k.TURN_START, turn=1, items=[1])
+    log.user("what is 2+2?", item_id=1)
+    log.assistant("", calls=[("call_1", "calc", '{"expr": "2+2"}')])
+    log.result("call_1", "4", name="calc")
+    log.assistant("It is 4.")
+    log.add(k.TURN_END, turn=1, status="ok")
+
+    surface = log.surface()
+    assert surface.messages() == [
+        {"role": "user", "content": "what is 2+2?"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "calc", "arguments": '{"expr": "2+2"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "4"},
+        {"role": "assistant", "content": "It is 4."},
+    ]
+    assert _seqs(surface) == [3, 4, 5, 6]
+    assert [entry.role for entry in surface.entries] == ["user", "assistant", "tool", "assistant"]
+    assert all(entry.turn == 1 for entry in surface.entries)
+    assert not any(entry.checkpoint for entry in surface.entries)
+
+
+def test_turn_is_recorded_only_inside_a_turn() -> None:
+    log = Events()
+    log.add(k.TURN_START, turn=3)
+    log.user("inside")
+    log.add(k.TURN_END, turn=3, status="ok")
+    log.user("injected between turns", source="inject")
+    assert [entry.turn for entry in log.surface().entries] == [3, None]
+
+
+def test_incremental_apply_matches_replay() -> None:
+    log = Events()
+    log.user("a")
+    log.assistant("b", calls=[("c1", "t", "{}")])
+    log.user("inject", source="inject")
+    log.result("c1", "r")
+    log.compact([1, 2], "summary of a and b")
+    live = Surface()
+    for event in log.events:
+        live.apply(event)
+    assert live.entries == log.surface().entries
+    assert live.messages() == log.surface().messages()
+
+
+def test_tool_result_follows_its_call_even_with_an_injection_between() -> None:
+    log = Events()
+    log.user("go")
+    log.assistant("calling", calls=[("c1", "search", '{"q": "x"}'), ("c2", "read", "{}")])
+    log.user("by the way, prefer short answers", source="inject")
+    log.result("c1", "found x")
+    log.result("c2", "page")
+    log.assistant("done")
+
+    messages = log.surface().messages()
+    assert [(m["role"], m.get("tool_call_id"), m["content"]) for m in messages] == [
+        ("user", None, "go"),
+        ("assistant", None, "calling"),
+        ("tool", "c1", "found x"),
+        ("tool", "c2", "page"),
+        ("user", None, "by the way, prefer short answers"),
+        ("assistant", None, "done"),
+    ]
+
+
+def test_call_without_a_result_gets_the_interrupted_result() -> None:
+    log = Events()
+    log.user("go")
+    log.assistant("", calls=[("c1", "slow", "{}"), ("c2", "fast", "{}")])
+    log.result("c2", "ok")
+    log.user("next prompt")
+
+    messages = log.surface().messages()
+    assert messages[2] == {"role": "tool", "tool_call_id": "c1", "content": INTERRUPTED_RESULT}
+    assert messages[3] == {"role": "tool", "tool_call_id": "c2", "content": "ok"}
+    assert messages[4] == {"role": "user", "content": "next prompt"}
+    assert len(messages) == 5
+
+
+def test_orphan_tool_results_are_dropped() -> None:
+    log = Events()
+    log.user("hi")
+    log.result("ghost", "a result for a call nobody made")
+    log.assistant("hello")
+    messages = log.surface().messages()
+    assert messages == [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+    ]
+
+
+def _three_exchanges() -> Events:
+    log = Events()
+    for i in (1, 2, 3):
+        log.user(f"question {i}")  # seqs 1, 3, 5
+        log.assistant(f"answer {i}")  # seqs 2, 4, 6
+    return log
+
+
+def test_checkpoint_replaces_exactly_the_span_at_its_first_entry() -> None:
+    log = _three_exchanges()
+    summary = log.add(k.COMPACT_SUMMARY, summary="S", first=1, last=4, replaced=[1, 2, 3, 4])
+    checkpoint = log.checkpoint(summary, [1, 2, 3, 4], "[summary] S")
+
+    surface = log.surface()
+    assert _seqs(surface) == [checkpoint, 5, 6]
+    first = surface.entries[0]
+    assert first.checkpoint and first.role == "user"
+    assert surface.messages()[0] == {"role": "user", "content": "[summary] S"}
+    assert [m["content"] for m in surface.messages()[1:]] == ["question 3", "answer 3"]
+
+
+def test_checkpoint_in_the_middle_keeps_entries_on_both_sides() -> None:
+    log = _three_exchanges()
+    checkpoint = log.compact([3, 4], "middle")
+    assert _seqs(log.surface()) == [1, 2, checkpoint, 5, 6]
+
+
+def test_injection_during_compaction_stays_after_the_checkpoint() -> None:
+    log = _three_exchanges()
+    summary = log.add(k.COMPACT_SUMMARY, summary="S", first=1, last=4, replaced=[1, 2, 3, 4])
+    # Context injected while the summary was being written: lower seq than the
+    # checkpoint, not part of the replaced span.
+    injected = log.user("remember the deadline is Friday", source="inject")
+    checkpoint = log.checkpoint(summary, [1, 2, 3, 4], "[summary] S")
+    assert injected < checkpoint
+
+    surface = log.surface()
+    assert _seqs(surface) == [checkpoint, 5, 6, injected]
+    contents = [m["content"] for m in surface.messages()]
+    assert contents == ["[summary] S", "question 3", "answer 3", "remember the deadline is Friday"]
+
+
+def test_a_second_compaction_can_replace_the_first_checkpoint() -> None:
+    log = _three_exchanges()
+    first = log.compact([1, 2, 3, 4], "first summary")
+    injected = log.user("injected", source="inject")
+    question = log.user("question 4")
+    answer = log.assistant("answer 4")
+    second = log.compact([first, 5, 6], "second summary")
+
+    surface = log.surface()
+    assert _seqs(surface) == [second, injected, question, answer]
+    assert [entry.checkpoint for entry in surface.entries] == [True, False, False, False]
+    assert [m["content"] for m in surface.messages()] == [
+        "second summary",
+        "injected",
+        "question 4",
+        "answer 4",
+    ]
+
+
+def test_compacting_a_call_keeps_no_dangling_result() -> None:
+    log = Events()
+    log.user("go")
+    log.assistant("", calls=[("c1", "t", "{}")])
+    log.result("c1", "r")
+    log.assistant("after")
+    checkpoint = log.compact([1, 2, 3], "summary")
+    messages = log.surface().messages()
+    assert _seqs(log.surface()) == [checkpoint, 4]
+    assert all(m["role"] != "tool" for m in messages)
+
+
+def test_token_estimates_add_up() -> None:
+    assert estimate_tokens("") == 4
+    assert estimate_tokens("abcd") == 5
+    assert estimate_tokens("abcde") == 6
+    assert estimate_tokens("x" * 400) == 104
+    assert estimate_tokens("abcdefgh") == tokens_for_chars(8)
+
+    log = Events()
+    log.user("hello there")
+    log.assistant("hi", calls=[("c1", "lookup", '{"k": 1}')])
+    log.result("c1", "value")
+    log.assistant("a longer answer " * 10)
+    surface = log.surface()
+
+    tokens = [entry.tokens for entry in surface.entries]
+    assert tokens == [
+        estimate_tokens("hello there"),
+        tokens_for_chars(len("hi") + len("lookup") + len('{"k": 1}')),
+        estimate_tokens("value"),
+        estimate_tokens("a longer answer " * 10),
+    ]
+    assert surface.tokens == sum(tokens)
+
+    before = surface.tokens
+    checkpoint_text = "summary"
+    log.compact([1, 2, 3], checkpoint_text)
+    after = log.surface()
+    assert after.tokens == before - sum(tokens[:3]) + estimate_tokens(checkpoint_text)
+    assert after.tokens == sum(entry.tokens for entry in after.entries)
