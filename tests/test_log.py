@@ -161,6 +161,22 @@ def test_torn_only_line_of_a_new_log(tmp_path: Path) -> None:
     assert read_events(path).events[0]["text"] == "x"
 
 
+def test_a_second_torn_tail_at_the_same_seq_does_not_overwrite_the_first(tmp_path: Path) -> None:
+    # An empty thread gets no end-seed on resume, so a second crash can tear seq 1 again.
+    path = tmp_path / "session.jsonl"
+    first = b'{"seq":1,"ts":"x","kind":"user/message","text":"FIRST'
+    second = b'{"seq":1,"ts":"x","kind":"user/message","text":"SECOND'
+    path.write_bytes(first)
+    SessionLog.open(path).close()
+    path.write_bytes(second)
+    SessionLog.open(path).close()
+    kept = {p.read_bytes() for p in tmp_path.iterdir() if p.name != path.name}
+    assert kept == {first, second}, (
+        "BUG engine/log.py SessionLog.open: the .torn-N file is overwritten, losing the "
+        f"earlier torn bytes; kept: {kept!r}"
+    )
+
+
 # -- corruption -----------------------------------------------------------------------
 
 BAD_LINES = {
