@@ -114,10 +114,14 @@ class PlainRepl:
                     # Commands run beside the prompt, so typing (and queueing
                     # prompts) goes on while a long one such as /compact runs.
                     self.running_command = asyncio.create_task(self.handle(line))
-                    self.running_command.add_done_callback(lambda _t: self._after_command(session))
+                    self.running_command.add_done_callback(
+                        lambda task: self._after_command(session, task)
+                    )
         await self._finish_command()
 
-    def _after_command(self, session: object) -> None:
+    def _after_command(self, session: object, task: asyncio.Task[None]) -> None:
+        if task.cancelled():
+            self.printer.notice("[cancelled: the command stopped; nothing you typed was lost]")
         app = getattr(session, "app", None)
         if self.quit_requested and app is not None and app.is_running:
             app.exit(exception=EOFError())
