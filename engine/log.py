@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 Event = dict[str, Any]
 Listener = Callable[[Event], None]
 Clock = Callable[[], datetime]
@@ -101,23 +103,54 @@ class LoadResult:
     good_bytes: int
 
 
+def _parse_all(body: bytes) -> list[Any] | None:
+    """One json.loads over the whole file: the fast path for a healthy log.
+
+    Per-line parsing costs a call per event; a log of well-formed lines is
+    also one well-formed array when joined, so parse that, and fall back to
+    the line-by-line reader only to say which line is bad.
+    """
+    if not body:
+        return []
+    if b"\n\n" in body or body.startswith(b"\n"):
+        return None  # a blank line: let the careful path name it
+    try:
+        parsed = orjson.loads(b"[" + body.replace(b"\n", b",") + b"]")
+    except orjson.JSONDecodeError:
+        return None
+    return parsed
+
+
+def _check(path: Path, lineno: int, event: Any, expected: int) -> None:
+    if not isinstance(event, dict):
+        raise LogCorruptError(path, lineno, "not a JSON object")
+    if not isinstance(event.get("kind"), str):
+        raise LogCorruptError(path, lineno, "missing 'kind'")
+    seq = event.get("seq")
+    if type(seq) is not int or seq != expected:
+        raise LogCorruptError(path, lineno, f"expected seq {expected}, found {seq!r}")
+
+
 def read_events(path: Path) -> LoadResult:
     """Parse a log file; a torn last line is reported, any other bad line raises."""
     data = path.read_bytes() if path.exists() else b""
-    events: list[Event] = []
+    cut = data.rfind(b"\n") + 1
+    body, tail = data[:cut], data[cut:]
     torn: str | None = None
-    good = 0
-    lines = data.split(b"\n")
-    last_index = len(lines) - 1
-    for index, raw in enumerate(lines):
-        if index == last_index:
-            if raw.strip():
-                # No trailing newline: the write was cut short by a crash.
-                torn = (
-                    f"{path}:{index + 1}: ignored a torn last line "
-                    f"({len(raw)} bytes) left by an interrupted write"
-                )
-            break
+    if tail.strip():
+        # No trailing newline: the write was cut short by a crash.
+        line = body.count(b"\n") + 1
+        torn = (
+            f"{path}:{line}: ignored a torn last line "
+            f"({len(tail)} bytes) left by an interrupted write"
+        )
+    parsed = _parse_all(body[:-1]) if body else []
+    if parsed is not None and len(parsed) == body.count(b"\n"):
+        for index, event in enumerate(parsed):
+            _check(path, index + 1, event, index + 1)
+        return LoadResult(parsed, torn, cut)
+    events: list[Event] = []
+    for index, raw in enumerate(body.split(b"\n")[:-1]):
         lineno = index + 1
         if not raw.strip():
             raise LogCorruptError(path, lineno, "empty line")
@@ -127,16 +160,19 @@ def read_events(path: Path) -> LoadResult:
             raise LogCorruptError(path, lineno, f"not valid JSON ({exc.msg})") from None
         except UnicodeDecodeError:
             raise LogCorruptError(path, lineno, "not valid UTF-8") from None
-        if not isinstance(event, dict):
-            raise LogCorruptError(path, lineno, "not a JSON object")
-        seq = event.get("seq")
-        if not isinstance(event.get("kind"), str):
-            raise LogCorruptError(path, lineno, "missing 'kind'")
-        if type(seq) is not int or seq != len(events) + 1:
-            raise LogCorruptError(path, lineno, f"expected seq {len(events) + 1}, found {seq!r}")
+        _check(path, lineno, event, lineno)
         events.append(event)
-        good += len(raw) + 1
-    return LoadResult(events, torn, good)
+    return LoadResult(events, torn, cut)
+
+
+def _torn_copy(path: Path, seq: int) -> Path:
+    """A new file for torn bytes; an earlier crash's copy is never overwritten."""
+    keep = path.with_name(f"{path.name}.torn-{seq}")
+    attempt = 1
+    while keep.exists():
+        attempt += 1
+        keep = path.with_name(f"{path.name}.torn-{seq}.{attempt}")
+    return keep
 
 
 class SessionLog:
@@ -167,8 +203,9 @@ class SessionLog:
         loaded = read_events(path)
         if loaded.torn is not None:
             raw = path.read_bytes()[loaded.good_bytes :]
-            keep = path.with_name(path.name + f".torn-{len(loaded.events) + 1}")
-            keep.write_bytes(raw)
+            keep = _torn_copy(path, len(loaded.events) + 1)
+            with keep.open("xb") as fh:
+                fh.write(raw)
             with path.open("r+b") as fh:
                 fh.truncate(loaded.good_bytes)
             log.torn_report = loaded.torn + f" (kept in {keep.name})"
@@ -190,7 +227,7 @@ class SessionLog:
         """
         event: Event = {"seq": self.next_seq, "ts": _format_ts(self.clock()), "kind": kind}
         event.update(fields)
-        line = json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n"
+        line = orjson.dumps(event).decode() + "\n"
         if self._fh is None:
             raise RuntimeError(f"{self.path}: log is closed")
         self._fh.write(line)
