@@ -35,6 +35,15 @@ def make_model(config: Config) -> ModelClient:
     )
 
 
+def open_thread(
+    config: Config, home: Path, thread_id: str | None = None, new_id: str | None = None
+) -> Thread:
+    """The blocking part of opening a thread (replay), safe to run in a worker thread."""
+    if thread_id is None:
+        return Thread.create(home, config.user_id, new_id)
+    return Thread.resume(home, config.user_id, thread_id)
+
+
 @dataclass
 class Runtime:
     config: Config
@@ -56,10 +65,13 @@ class Runtime:
         model: ModelClient | None = None,
     ) -> Runtime:
         """Open (or resume) a thread; must run inside the event loop."""
-        if thread_id is None:
-            thread = Thread.create(home, config.user_id)
-        else:
-            thread = Thread.resume(home, config.user_id, thread_id)
+        return cls.assemble(config, home, open_thread(config, home, thread_id), model=model)
+
+    @classmethod
+    def assemble(
+        cls, config: Config, home: Path, thread: Thread, *, model: ModelClient | None = None
+    ) -> Runtime:
+        """Build the runtime around an opened thread (cheap: no file I/O)."""
         client = model or make_model(config)
         compaction = CompactService(
             client, config.compaction, context_window=config.model.context_window

@@ -145,7 +145,8 @@ def test_plain_runs_two_piped_lines_as_two_turns_in_order(env: Env, server: Scri
     assert second[-3:] == [("user", "one"), ("assistant", "first answer"), ("user", "two")]
 
 
-def test_no_mode_flag_runs_the_plain_repl_for_now(env: Env, server: ScriptedServer) -> None:
+def test_piped_stdin_without_a_mode_uses_line_mode(env: Env, server: ScriptedServer) -> None:
+    """The TUI needs a terminal; with piped input `trove` reads lines instead."""
     server.script(s.text("plain by default"))
     result = trove(*env.common, stdin="hi\n")
     assert result.returncode == 0, result.stderr

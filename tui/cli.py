@@ -100,9 +100,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             from tui.oneshot import run_oneshot
 
             return run_oneshot(config, home, args.prompt, thread_id=args.thread)
-        from tui.plain import run_plain
+        if args.plain or not (sys.stdin.isatty() and sys.stdout.isatty()):
+            from tui.plain import run_plain
 
-        return run_plain(config, home, thread_id=args.thread)
+            return run_plain(config, home, thread_id=args.thread)
+        from tui.run import run_tui
+
+        return run_tui(config, home, thread_id=args.thread)
     except KeyboardInterrupt:
         return 130
     except ThreadNotFoundError as exc:

@@ -1,0 +1,471 @@
+"""The Textual app: transcript, status strip, prompt, and the archive inspector.
+
+The app is a view over one engine Runtime. Log events (live or replayed)
+become transcript widgets; driver state becomes the status strip and the
+footer's live bindings. Every command goes through the engine's registry,
+so /help, slash completion and the command palette show one list.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer
+from textual.worker import Worker
+
+from engine import log as k
+from engine.commands import CommandError, is_command
+from engine.config import Config
+from engine.log import Event
+from engine.runtime import Runtime, open_thread
+from engine.session import list_threads
+from tui.messages import OpenBatch, PromptSubmitted, QueueItemEdit, QueueItemRemove
+from tui.screens.help import HelpScreen
+from tui.screens.threads import ThreadsScreen
+from tui.widgets.chat_message import AssistantMessage
+from tui.widgets.first_run import FirstRunPanel
+from tui.widgets.prompt_input import PromptInput
+from tui.widgets.slash_menu import SlashMenu
+from tui.widgets.status_strip import StatusStrip
+from tui.widgets.title_bar import TitleBar
+from tui.widgets.transcript import Transcript
+
+NARROW = 80
+"""Below this width the inspector takes the whole screen."""
+
+
+class TroveApp(App[int]):
+    CSS_PATH = "app.tcss"
+    TITLE = "Trove"
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", priority=True),
+        Binding("ctrl+o", "toggle_inspector", "Archive"),
+        Binding("ctrl+t", "threads", "Threads"),
+        Binding("ctrl+y", "copy_reply", "Copy reply"),
+        Binding("f1", "help", "Help"),
+        Binding("ctrl+q", "quit", "Quit", priority=True),
+    ]
+
+    def __init__(
+        self,
+        config: Config,
+        home: Path,
+        *,
+        thread_id: str | None = None,
+        model: Any = None,
+        model_label: str | None = None,
+        configured: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+        new_thread_id: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.config = config
+        self.home = home
+        self.start_thread = thread_id
+        self.new_thread_id = new_thread_id
+        self.model_override = model
+        self.model_label = model_label or config.model.name
+        self.configured = configured
+        self.clock = clock
+        self.runtime: Runtime | None = None
+        self.commands_running: list[Worker[Any]] = []
+        self.theme = config.ui.theme
+
+    # -- layout ------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield TitleBar()
+        with Horizontal(id="body"):
+            with Vertical(id="chat"):
+                yield Transcript(id="transcript")
+                yield StatusStrip(self.clock, id="status")
+                yield SlashMenu(id="slash")
+                yield PromptInput(id="prompt")
+            yield self._make_inspector()
+        yield Footer()
+
+    def _make_inspector(self) -> Any:
+        from tui.inspector import ArchiveInspector
+
+        return ArchiveInspector(id="inspector")
+
+    async def on_mount(self) -> None:
+        prompt = self.query_one(PromptInput)
+        prompt.menu = self.query_one(SlashMenu)
+        prompt.focus()
+        thread = await asyncio.to_thread(
+            open_thread, self.config, self.home, self.start_thread, self.new_thread_id
+        )
+        self._attach(Runtime.assemble(self.config, self.home, thread, model=self.model_override))
+
+    def _attach(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self._register_commands(runtime)
+        runtime.thread.log.listeners.append(self._on_log_event)
+        runtime.driver.observers.append(self)
+        title = self.query_one(TitleBar)
+        title.thread = runtime.thread.id
+        title.model = self.model_label
+        transcript = self.query_one(Transcript)
+        transcript.remove_children()
+        if not self.configured:
+            transcript.mount(FirstRunPanel(str(self.config.source or self.home / "config.yaml")))
+        transcript.load(runtime.thread.log.events)
+        for notice in runtime.notices:
+            transcript.notice(notice, "warning")
+        self._update_context()
+        self.on_state()
+        inspector = self._inspector()
+        if inspector is not None:
+            inspector.bind_runtime(runtime)
+
+    def _inspector(self) -> Any:
+        from tui.inspector import ArchiveInspector
+
+        found = self.query(ArchiveInspector)
+        return found.first() if found else None
+
+    # -- engine → UI ---------------------------------------------------------------
+
+    def _on_log_event(self, event: Event) -> None:
+        self.query_one(Transcript).show_event(event)
+        kind = event["kind"]
+        if kind in (k.COMPACT_START, k.COMPACT_END, k.TURN_START, k.TURN_END):
+            self.on_state()
+        if kind in (k.ASSISTANT_MESSAGE, k.USER_MESSAGE, k.TOOL_RESULT, k.COMPACT_END):
+            self._update_context()
+        if kind == k.TURN_END and event.get("status") == "error":
+            self._restore_failed_prompt(event)
+        if kind == k.COMPACT_END:
+            inspector = self._inspector()
+            if inspector is not None:
+                inspector.refresh_data()
+
+    def _restore_failed_prompt(self, event: Event) -> None:
+        """A prompt whose turn failed goes back into an empty input, ready to retry."""
+        assert self.runtime is not None
+        prompt = self.query_one(PromptInput)
+        if prompt.text.strip():
+            return
+        texts = [
+            e.get("text", "")
+            for e in self.runtime.thread.log.events
+            if e["kind"] == k.USER_MESSAGE and "item_id" in e
+        ]
+        if texts:
+            prompt.set_value(texts[-1])
+
+    def on_delta(self, turn: int, text: str) -> None:
+        self.query_one(Transcript).delta(text)
+
+    def on_state(self) -> None:
+        if self.runtime is None:
+            return
+        driver = self.runtime.driver
+        strip = self.query_one(StatusStrip)
+        if self.runtime.thread.log.tail.open_compact is not None:
+            strip.set_activity("compacting — Esc cancels; you can keep typing", timed=True)
+        elif driver.running_turn is not None:
+            strip.set_activity(f"replying (turn {driver.running_turn}) — Esc cancels", timed=True)
+        else:
+            strip.set_activity("")
+        strip.set_queue([(item.id, item.text, item.placement) for item in driver.inbox])
+        self.refresh_bindings()
+
+    def _update_context(self) -> None:
+        if self.runtime is None:
+            return
+        window = max(1, self.config.model.context_window)
+        self.query_one(TitleBar).context_used = self.runtime.driver.surface.tokens / window
+
+    @property
+    def busy(self) -> bool:
+        if self.runtime is None:
+            return False
+        running = any(w.is_running for w in self.commands_running)
+        return running or self.runtime.driver.running_turn is not None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel":
+            return True if self.busy else None
+        return True
+
+    # -- UI → engine ------------------------------------------------------------------
+
+    @on(PromptSubmitted)
+    def _submitted(self, message: PromptSubmitted) -> None:
+        prompt = self.query_one(PromptInput)
+        text = message.text
+        if self.runtime is None:
+            return
+        if is_command(text):
+            prompt.clear()
+            self.query_one(SlashMenu).hide()
+            self.run_command(text)
+            return
+        if text.lstrip().startswith("//"):
+            text = text.lstrip()[1:]
+        if not self.configured:
+            self.query_one(Transcript).notice(
+                "No model is configured, so this prompt was not sent (it is still in the "
+                "input). See the panel above.",
+                "warning",
+            )
+            return
+        driver = self.runtime.driver
+        if prompt.editing_item is not None:
+            driver.edit(prompt.editing_item, text)
+            prompt.editing_item = None
+            prompt.clear()
+            return
+        if message.steer and not driver.accepts_next_step:
+            self.notify("Nothing to steer right now: sent as a queued follow-up.")
+        driver.send(text, placement="next-step" if message.steer else "follow-up")
+        prompt.clear()
+
+    def run_command(self, text: str) -> None:
+        worker = self.run_worker(self._command(text), group="commands", exit_on_error=False)
+        self.commands_running.append(worker)
+        self.refresh_bindings()
+
+    async def _command(self, text: str) -> None:
+        assert self.runtime is not None
+        try:
+            result = await self.runtime.commands.run(text)
+        except asyncio.CancelledError:
+            self.query_one(Transcript).notice(
+                "Cancelled. The conversation is as it was; nothing you typed was lost.", "warning"
+            )
+            raise
+        finally:
+            self.commands_running = [w for w in self.commands_running if w.is_running]
+            self.call_later(self.refresh_bindings)
+        if result.name in ("help", "quit", "archive", "threads", "new") and result.ok:
+            return
+        self.query_one(Transcript).notice(result.text, "success" if result.ok else "error")
+
+    @on(QueueItemRemove)
+    def _remove_item(self, message: QueueItemRemove) -> None:
+        if self.runtime is not None:
+            self.runtime.driver.remove(message.item_id)  # type: ignore[arg-type]
+
+    @on(QueueItemEdit)
+    def _edit_item(self, message: QueueItemEdit) -> None:
+        if self.runtime is None:
+            return
+        for item in self.runtime.driver.inbox:
+            if item.id == message.item_id:
+                prompt = self.query_one(PromptInput)
+                prompt.editing_item = item.id
+                prompt.set_value(item.text)
+                prompt.focus()
+                self.notify(f"Editing queued prompt #{item.id}: Enter saves it in place.")
+
+    @on(OpenBatch)
+    def _open_batch(self, message: OpenBatch) -> None:
+        inspector = self._inspector()
+        if inspector is None:
+            return
+        self._show_inspector(True)
+        inspector.open_batch(message.batch)
+
+    # -- slash completion ---------------------------------------------------------------
+
+    def _command_list(self) -> Iterable[tuple[str, str]]:
+        if self.runtime is None:
+            return []
+        return [(c.name, c.summary) for c in self.runtime.commands]
+
+    @on(PromptInput.Changed)
+    def _prompt_changed(self, event: PromptInput.Changed) -> None:
+        prompt = self.query_one(PromptInput)
+        menu = self.query_one(SlashMenu)
+        text = prompt.text
+        if text.startswith("/") and " " not in text and "\n" not in text:
+            menu.show_for(text[1:].lower(), self._command_list())
+        else:
+            menu.hide()
+
+    # -- actions ------------------------------------------------------------------
+
+    def action_cancel(self) -> None:
+        running = [w for w in self.commands_running if w.is_running]
+        if running:
+            running[-1].cancel()
+            return
+        if self.runtime is not None and self.runtime.driver.cancel():
+            return
+        inspector = self._inspector()
+        if inspector is not None and inspector.display:
+            self._show_inspector(False)
+
+    def _show_inspector(self, show: bool) -> None:
+        inspector = self._inspector()
+        if inspector is None:
+            return
+        inspector.display = show
+        self.set_class(show and self.size.width < NARROW, "-inspector-full")
+        if show:
+            inspector.refresh_data()
+            inspector.focus_default()
+        else:
+            self.query_one(PromptInput).focus()
+
+    def action_toggle_inspector(self) -> None:
+        inspector = self._inspector()
+        if inspector is not None:
+            self._show_inspector(not inspector.display)
+
+    def on_resize(self) -> None:
+        inspector = self._inspector()
+        if inspector is not None:
+            self.set_class(bool(inspector.display) and self.size.width < NARROW, "-inspector-full")
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self._command_list(), self._help_notes()))
+
+    def _help_notes(self) -> str:
+        if not self.configured:
+            return "No model is configured yet: see the panel in the transcript."
+        return ""
+
+    @work(exclusive=True, group="threads")
+    async def action_threads(self) -> None:
+        if self.runtime is None:
+            return
+        threads = await asyncio.to_thread(list_threads, self.home, self.config.user_id)
+        chosen = await self.push_screen_wait(ThreadsScreen(threads, self.runtime.thread.id))
+        if chosen and chosen != self.runtime.thread.id:
+            await self.switch_thread(chosen)
+
+    async def switch_thread(self, thread_id: str | None) -> None:
+        """Close this thread (its queue stays in its log) and open another or a new one."""
+        if self.runtime is not None:
+            old = self.runtime
+            self.runtime = None
+            await old.aclose()
+        thread = await asyncio.to_thread(open_thread, self.config, self.home, thread_id)
+        self._attach(Runtime.assemble(self.config, self.home, thread, model=self.model_override))
+
+    def action_copy_reply(self) -> None:
+        replies = list(self.query(AssistantMessage))
+        if not replies:
+            self.notify("No reply to copy yet.")
+            return
+        copy_text(self, replies[-1].text)
+        self.notify("Copied the last reply.")
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for name, summary in self._command_list():
+            yield SystemCommand(f"/{name}", summary, lambda n=name: self.run_command(f"/{n}"))
+
+    # -- app commands in the engine registry -------------------------------------------
+
+    def _register_commands(self, runtime: Runtime) -> None:
+        registry = runtime.commands
+
+        @registry.add("quit", "leave Trove (queued prompts stay in the thread)")
+        async def _quit(args: str) -> str:
+            self.call_later(self.action_quit)
+            return "bye"
+
+        @registry.add("archive", "show or hide the archive inspector")
+        async def _archive(args: str) -> str:
+            self.action_toggle_inspector()
+            return "inspector toggled"
+
+        @registry.add("new", "start a new thread")
+        async def _new(args: str) -> str:
+            self.call_later(self.switch_thread, None)
+            return "new thread"
+
+        @registry.add("threads", "switch to another thread")
+        async def _threads(args: str) -> str:
+            self.call_later(self.action_threads)
+            return "threads"
+
+        @registry.add("help", "list commands and keys")
+        async def _help(args: str) -> str:
+            self.call_later(self.action_help)
+            return registry.help_text()
+
+        @registry.add("export", "write the thread as Markdown and JSON")
+        async def _export(args: str) -> str:
+            paths = await asyncio.to_thread(export_thread, runtime)
+            return "Exported to " + " and ".join(str(p) for p in paths)
+
+        @registry.add("copy", "copy the last reply (or: /copy code)", takes_args=True)
+        async def _copy(args: str) -> str:
+            replies = list(self.query(AssistantMessage))
+            if not replies:
+                raise CommandError("No reply to copy yet.")
+            text = replies[-1].text
+            if args == "code":
+                blocks = text.split("```")[1::2]
+                if not blocks:
+                    raise CommandError("The last reply has no code block.")
+                text = blocks[-1].split("\n", 1)[-1] if "\n" in blocks[-1] else blocks[-1]
+            elif args:
+                raise CommandError("/copy takes no argument or 'code'")
+            copy_text(self, text)
+            return f"Copied {len(text)} characters."
+
+    async def action_quit(self) -> None:
+        if self.runtime is not None:
+            await self.runtime.aclose()
+            self.runtime = None
+        self.exit(0)
+
+
+def export_thread(runtime: Runtime) -> list[Path]:
+    """Markdown for people, JSON (the raw events) for programs."""
+    directory = runtime.home / "exports"
+    directory.mkdir(parents=True, exist_ok=True)
+    base = directory / runtime.thread.id
+    events = list(runtime.thread.log.events)
+    lines = [f"# Trove thread {runtime.thread.id}", ""]
+    for event in events:
+        kind = event["kind"]
+        if kind == k.USER_MESSAGE:
+            label = "Checkpoint" if event.get("checkpoint") else "User"
+            lines += [f"## {label}", "", str(event.get("text", "")), ""]
+        elif kind == k.ASSISTANT_MESSAGE:
+            lines += ["## Assistant", "", str(event.get("content") or ""), ""]
+            for call in event.get("tool_calls") or ():
+                lines += [f"- tool `{call.get('name')}`: `{call.get('arguments')}`"]
+        elif kind == k.TOOL_RESULT:
+            lines += ["```", str(event.get("content", "")), "```", ""]
+    markdown = base.with_suffix(".md")
+    markdown.write_text("\n".join(lines), encoding="utf-8")
+    raw = base.with_suffix(".json")
+    raw.write_text(
+        json.dumps({"thread": runtime.thread.id, "events": events}, ensure_ascii=False, indent=1),
+        encoding="utf-8",
+    )
+    return [markdown, raw]
+
+
+def copy_text(app: App[Any], text: str) -> None:
+    """OSC 52 (works over SSH) plus the system clipboard when a tool for it exists."""
+    app.copy_to_clipboard(text)
+    import shutil
+    import subprocess
+
+    for command in (["wl-copy"], ["xclip", "-selection", "clipboard"], ["pbcopy"]):
+        if shutil.which(command[0]):
+            try:
+                subprocess.run(command, input=text.encode(), timeout=2, check=False)
+            except (OSError, subprocess.SubprocessError):
+                continue
+            break

@@ -1,0 +1,37 @@
+"""App-wide messages: widgets post these up; the app decides what happens."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+
+class PromptSubmitted(Message):
+    """The user sent the prompt; `steer` asks for next-step placement."""
+
+    def __init__(self, text: str, *, steer: bool = False) -> None:
+        super().__init__()
+        self.text = text
+        self.steer = steer
+
+
+class QueueItemEdit(Message):
+    """The user wants to change a queued prompt before it starts."""
+
+    def __init__(self, item_id: int) -> None:
+        super().__init__()
+        self.item_id = item_id
+
+
+class QueueItemRemove(Message):
+    def __init__(self, item_id: int) -> None:
+        super().__init__()
+        self.item_id = item_id
+
+
+class OpenBatch(Message):
+    """Show a compacted batch (or a checkpoint's span) in the archive inspector."""
+
+    def __init__(self, batch: int | None, checkpoint_seq: int | None = None) -> None:
+        super().__init__()
+        self.batch = batch
+        self.checkpoint_seq = checkpoint_seq

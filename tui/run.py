@@ -1,0 +1,23 @@
+"""`trove`: start the Textual app."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.config import Config
+
+
+def run_tui(config: Config, home: Path, *, thread_id: str | None = None) -> int:
+    if thread_id is not None:
+        from engine.session import thread_dir
+
+        thread_dir(home, config.user_id, thread_id)  # a bad id is a usage error, early
+        if not (thread_dir(home, config.user_id, thread_id) / "session.jsonl").is_file():
+            from engine.session import ThreadNotFoundError
+
+            raise ThreadNotFoundError(f"no thread {thread_id!r} for user {config.user_id!r}")
+    from tui.app import TroveApp
+
+    app = TroveApp(config, home, thread_id=thread_id)
+    result = app.run()
+    return result or 0

@@ -1,0 +1,59 @@
+"""/help: the registry's commands and the key bindings, in one modal."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+KEYS = [
+    ("Enter", "send the prompt (queued if something is running)"),
+    ("Alt+Enter", "steer: add to the running turn before its next model request"),
+    ("Shift+Enter / Ctrl+J", "new line in the prompt"),
+    ("Up / Down", "prompt history (on the first / last line)"),
+    ("/", "command completion (Tab or Enter picks)"),
+    ("Esc", "cancel the running reply or compaction"),
+    ("Tab", "move focus (the queue: Delete removes, E edits)"),
+    ("Ctrl+O", "toggle the archive inspector"),
+    ("Ctrl+Y", "copy the last reply"),
+    ("Ctrl+P", "command palette"),
+    ("Ctrl+Q", "quit"),
+]
+
+
+class HelpScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll {
+        width: 90%;
+        max-width: 100;
+        height: 80%;
+        border: round $primary;
+        background: $surface;
+        padding: 0 1;
+    }
+    """
+    BINDINGS = [Binding("escape,q,f1", "dismiss", "Close")]
+
+    def __init__(self, commands: Iterable[tuple[str, str]], notes: str = "") -> None:
+        super().__init__()
+        self.commands = list(commands)
+        self.notes = notes
+
+    def compose(self) -> ComposeResult:
+        lines = ["## Commands", "", "| command | what it does |", "| --- | --- |"]
+        lines += [f"| `/{name}` | {summary} |" for name, summary in self.commands]
+        lines += ["", "## Keys", "", "| key | action |", "| --- | --- |"]
+        lines += [f"| {key} | {action} |" for key, action in KEYS]
+        if self.notes:
+            lines += ["", self.notes]
+        lines += ["", "Esc closes this help."]
+        with VerticalScroll():
+            yield Markdown("\n".join(lines))
+
+    def action_dismiss(self) -> None:  # type: ignore[override]
+        self.dismiss(None)

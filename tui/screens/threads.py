@@ -1,0 +1,56 @@
+"""/threads: pick a thread to switch to (newest first)."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Label, OptionList
+from textual.widgets.option_list import Option
+
+from engine.session import ThreadInfo
+
+
+class ThreadsScreen(ModalScreen[str | None]):
+    DEFAULT_CSS = """
+    ThreadsScreen { align: center middle; }
+    ThreadsScreen > Vertical {
+        width: 90%;
+        max-width: 100;
+        height: 70%;
+        border: round $primary;
+        background: $surface;
+    }
+    ThreadsScreen OptionList { height: 1fr; border: none; }
+    """
+    BINDINGS = [Binding("escape", "dismiss_none", "Close")]
+
+    def __init__(self, threads: list[ThreadInfo], current: str) -> None:
+        super().__init__()
+        self.threads = threads
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(" Threads — Enter opens, Esc closes")
+            options = []
+            for info in self.threads:
+                stamp = info.modified.astimezone().strftime("%Y-%m-%d %H:%M")
+                mark = "● " if info.id == self.current else "  "
+                options.append(
+                    Option(
+                        Content.assemble(
+                            mark, (info.id, "bold"), f"  {stamp}  ", (info.title, "$text-muted")
+                        ),
+                        id=info.id,
+                    )
+                )
+            yield OptionList(*options)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,52 @@
+"""A compaction checkpoint in the transcript: what was compacted, and where it went."""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from tui.messages import OpenBatch
+
+
+class CheckpointBlock(Widget, can_focus=True):
+    """Focus it and press Enter (or click) to open the batch in the inspector."""
+
+    DEFAULT_CSS = """
+    CheckpointBlock {
+        height: auto;
+        margin: 1 0 0 0;
+        padding: 0 1;
+        border: round $secondary;
+        color: $text-secondary;
+    }
+    CheckpointBlock:focus { border: round $accent; }
+    """
+    BINDINGS = [("enter", "open", "Open in inspector")]
+
+    batch: reactive[int | None] = reactive(None)
+    archive_note: reactive[str] = reactive("")
+
+    def __init__(self, *, seq: int, count: int, summary: str) -> None:
+        super().__init__()
+        self.seq = seq
+        self.count = count
+        self.summary = summary
+
+    def render(self) -> Content:
+        if self.batch is not None:
+            where = f"archived as batch {self.batch}"
+        else:
+            where = self.archive_note or "archiving…"
+        head = Content.assemble(
+            ("◆ ", "$secondary"),
+            (f"{self.count} messages compacted — {where}", "bold"),
+            ("  (Enter: open in inspector)", "$text-muted"),
+        )
+        return Content.assemble(head, "\n", (self.summary, "$text-muted"))
+
+    def on_click(self) -> None:
+        self.action_open()
+
+    def action_open(self) -> None:
+        self.post_message(OpenBatch(self.batch, self.seq))

@@ -1,0 +1,128 @@
+"""The status strip: what is running now, and the queue of prompts waiting.
+
+The queue is a line-rendered OptionList: focus it (Tab) and press Delete to
+remove an item or Enter to edit it; an item keeps its id either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.content import Content
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import OptionList
+from textual.widgets.option_list import Option
+
+from tui.messages import QueueItemEdit, QueueItemRemove
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+class ActivityLine(Widget):
+    DEFAULT_CSS = """
+    ActivityLine { height: 1; padding: 0 1; color: $text-muted; }
+    """
+
+    activity: reactive[str] = reactive("")
+    started: reactive[float | None] = reactive(None)
+    now: reactive[float] = reactive(0.0)
+
+    def render(self) -> Content:
+        if not self.activity:
+            return Content("")
+        if self.started is None:
+            return Content.assemble(("● ", "$accent"), self.activity)
+        elapsed = max(0.0, self.now - self.started)
+        frame = SPINNER[int(elapsed * 10) % len(SPINNER)]
+        return Content.assemble(
+            (f"{frame} ", "$accent"), self.activity, (f"  {elapsed:.1f}s", "$text-muted")
+        )
+
+
+class QueueList(OptionList):
+    DEFAULT_CSS = """
+    QueueList {
+        height: auto;
+        max-height: 6;
+        border: none;
+        padding: 0 1;
+        background: transparent;
+    }
+    QueueList:focus { background: $boost; }
+    """
+    BINDINGS = [
+        ("delete,backspace", "remove", "Remove"),
+        ("e", "edit", "Edit"),
+    ]
+
+    def _selected(self) -> int | None:
+        if self.highlighted is None:
+            return None
+        option = self.get_option_at_index(self.highlighted)
+        return int(option.id) if option.id else None
+
+    def action_remove(self) -> None:
+        item = self._selected()
+        if item is not None:
+            self.post_message(QueueItemRemove(item))
+
+    def action_edit(self) -> None:
+        item = self._selected()
+        if item is not None:
+            self.post_message(QueueItemEdit(item))
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.action_edit()
+
+
+class StatusStrip(Vertical):
+    DEFAULT_CSS = """
+    StatusStrip { height: auto; }
+    StatusStrip > QueueList { display: none; }
+    StatusStrip.-queued > QueueList { display: block; }
+    """
+
+    def __init__(self, clock: Callable[[], float], id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.clock = clock
+
+    def compose(self) -> ComposeResult:
+        yield ActivityLine()
+        yield QueueList()
+
+    def on_mount(self) -> None:
+        self.set_interval(0.1, self._tick)
+
+    def _tick(self) -> None:
+        line = self.query_one(ActivityLine)
+        if line.started is not None:
+            line.now = self.clock()
+
+    def set_activity(self, text: str, *, timed: bool = False) -> None:
+        line = self.query_one(ActivityLine)
+        if text != line.activity or (timed and line.started is None):
+            line.activity = text
+            line.started = self.clock() if timed else None
+            line.now = self.clock()
+
+    def set_queue(self, items: Sequence[tuple[int, str, str]]) -> None:
+        """Items as (id, text, placement), oldest first."""
+        queue = self.query_one(QueueList)
+        highlighted = queue.highlighted
+        queue.clear_options()
+        for number, (item_id, text, placement) in enumerate(items, 1):
+            flat = " ".join(text.split())
+            tag = "steer" if placement == "next-step" else "queued"
+            label = Content.assemble(
+                (f"{number}. ", "$text-muted"),
+                (f"[{tag}] ", "$warning" if tag == "steer" else "$text-muted"),
+                flat if len(flat) <= 90 else flat[:89] + "…",
+            )
+            queue.add_option(Option(label, id=str(item_id)))
+        if items:
+            queue.highlighted = min(highlighted or 0, len(items) - 1)
+        self.set_class(bool(items), "-queued")
