@@ -48,7 +48,7 @@ class TroveApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "Trove"
     BINDINGS = [
-        Binding("escape", "cancel", "Cancel", priority=True),
+        Binding("escape", "cancel", "Cancel"),
         Binding("ctrl+o", "toggle_inspector", "Archive"),
         Binding("ctrl+t", "threads", "Threads"),
         Binding("ctrl+y", "copy_reply", "Copy reply"),
@@ -67,6 +67,7 @@ class TroveApp(App[int]):
         configured: bool = True,
         clock: Callable[[], float] = time.monotonic,
         new_thread_id: str | None = None,
+        config_label: str | None = None,
     ) -> None:
         super().__init__()
         self.config = config
@@ -77,6 +78,7 @@ class TroveApp(App[int]):
         self.model_label = model_label or config.model.name
         self.configured = configured
         self.clock = clock
+        self.config_label = config_label or str(config.source or home / "config.yaml")
         self.runtime: Runtime | None = None
         self.commands_running: list[Worker[Any]] = []
         self.theme = config.ui.theme
@@ -119,7 +121,7 @@ class TroveApp(App[int]):
         transcript = self.query_one(Transcript)
         transcript.remove_children()
         if not self.configured:
-            transcript.mount(FirstRunPanel(str(self.config.source or self.home / "config.yaml")))
+            transcript.mount(FirstRunPanel(self.config_label))
         transcript.load(runtime.thread.log.events)
         for notice in runtime.notices:
             transcript.notice(notice, "warning")
@@ -197,7 +199,7 @@ class TroveApp(App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel":
-            return True if self.busy else None
+            return self.busy  # the footer shows "Esc Cancel" only while something runs
         return True
 
     # -- UI → engine ------------------------------------------------------------------
@@ -420,6 +422,11 @@ class TroveApp(App[int]):
                 raise CommandError("/copy takes no argument or 'code'")
             copy_text(self, text)
             return f"Copied {len(text)} characters."
+
+    async def on_unmount(self) -> None:
+        if self.runtime is not None:
+            runtime, self.runtime = self.runtime, None
+            await runtime.aclose()
 
     async def action_quit(self) -> None:
         if self.runtime is not None:

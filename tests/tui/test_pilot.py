@@ -1,0 +1,197 @@
+"""Driving the assembled TUI with real keystrokes; assertions on the log and widgets."""
+
+from __future__ import annotations
+
+import asyncio
+
+from engine import log as k
+from tests import scripted_server as s
+from tests.support import of_kind
+from tests.tui.conftest import say, settle, type_text
+from tui.widgets.chat_message import Notice
+from tui.widgets.prompt_input import PromptInput
+from tui.widgets.status_strip import QueueList
+from tui.widgets.title_bar import TitleBar
+
+
+async def test_seed_scenario_through_the_tui(app_factory, server):
+    """/help finds /compact; a held summary admits a queued prompt and an injection."""
+    server.script(s.text("first answer"), s.text("second answer"), s.text("summary", hold="before"))
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        await say(pilot, "/help")
+        assert "/compact" in app.screen.query_one("Markdown").source
+        await pilot.press("escape")
+        await pilot.pause()
+        await say(pilot, "first question")
+        await say(pilot, "second question")
+        await type_text(pilot, "/compact")
+        await pilot.press("enter")
+        await server.wait_requests(3)
+        await type_text(pilot, "queued prompt")
+        await pilot.press("enter")
+        await pilot.pause()
+        app.runtime.driver.inject("injected context")
+        queue = app.query_one(QueueList)
+        assert queue.option_count == 1
+        assert app.query_one(PromptInput).text == ""  # the input is free again
+        server.release()
+        await settle(pilot)
+        events = app.runtime.thread.log.events
+        start = of_kind(events, k.COMPACT_START)[-1]
+        end = of_kind(events, k.COMPACT_END)[-1]
+        turn = of_kind(events, k.TURN_START)[-1]
+        assert start["turn"] is None and end["turn"] is None and "error" not in end
+        assert end["seq"] < turn["seq"]
+        queued = [e for e in events if e["kind"] == k.INBOX_QUEUED][-1]
+        assert turn["items"] == [queued["seq"]]  # the original id
+        contents = [m["content"] for m in server.requests[-1]["messages"][1:]]
+        assert contents[0].startswith("[Checkpoint")
+        assert contents[1:] == ["injected context", "queued prompt"]
+        runs = [e for e in events if e["kind"] in (k.COMMAND_RUN, k.COMMAND_DONE)]
+        assert [e["name"] for e in runs] == ["help", "help", "compact", "compact"]
+        assert all("/compact" not in str(m) for m in server.requests[-1]["messages"])
+
+
+async def test_queue_keeps_order_and_removes_items(app_factory, server):
+    server.script(s.text("slow", hold="before"), s.text("b answer"), s.text("c answer"))
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        await type_text(pilot, "a")
+        await pilot.press("enter")
+        await server.wait_requests(1)
+        for text in ("b", "x", "c"):
+            await type_text(pilot, text)
+            await pilot.press("enter")
+        await pilot.pause()
+        queue = app.query_one(QueueList)
+        assert [str(queue.get_option_at_index(i).prompt) for i in range(3)] == [
+            "1. [queued] b",
+            "2. [queued] x",
+            "3. [queued] c",
+        ]
+        queue.focus()
+        await pilot.press("down", "delete")
+        await pilot.pause()
+        assert queue.option_count == 2
+        server.release()
+        await settle(pilot)
+        texts = [e["text"] for e in of_kind(app.runtime.thread.log.events, k.USER_MESSAGE)]
+        assert texts == ["a", "b", "c"]
+        assert of_kind(app.runtime.thread.log.events, k.INBOX_REMOVED)
+
+
+async def test_editing_a_queued_prompt_keeps_its_id(app_factory, server):
+    server.script(s.text("slow", hold="before"))
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        await type_text(pilot, "first")
+        await pilot.press("enter")
+        await server.wait_requests(1)
+        await type_text(pilot, "draft")
+        await pilot.press("enter")
+        await pilot.pause()
+        item = app.runtime.driver.inbox[0].id
+        queue = app.query_one(QueueList)
+        queue.focus()
+        await pilot.press("e")
+        await pilot.pause()
+        prompt = app.query_one(PromptInput)
+        assert prompt.text == "draft" and prompt.has_focus
+        await pilot.press("backspace", "backspace", "backspace", "backspace", "backspace")
+        await type_text(pilot, "final")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert [(i.id, i.text) for i in app.runtime.driver.inbox] == [(item, "final")]
+        server.release()
+        await settle(pilot)
+        start = of_kind(app.runtime.thread.log.events, k.TURN_START)[-1]
+        assert start["items"] == [item]
+
+
+async def test_escape_cancels_the_running_reply(app_factory, server):
+    server.script(s.text("a long answer that is interrupted", hold=True))
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        await type_text(pilot, "tell me")
+        await pilot.press("enter")
+        await server.wait_requests(1)
+        while not app.runtime.driver.partial_reply:
+            await asyncio.sleep(0.01)
+        assert app.check_action("cancel", ()) is True
+        await pilot.press("escape")
+        await settle(pilot)
+        server.release()
+        end = of_kind(app.runtime.thread.log.events, k.TURN_END)[-1]
+        assert end["status"] == "cancelled"
+        assert app.check_action("cancel", ()) is False  # hidden from the footer again
+        notices = [n.text for n in app.query(Notice)]
+        assert any("cancelled" in text for text in notices)
+
+
+async def test_escape_cancels_a_compaction_and_keeps_the_queue(app_factory, server):
+    server.script(s.text("one"), s.text("two"), s.text("never", hold="before"), s.text("after"))
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        await say(pilot, "one")
+        await say(pilot, "two")
+        await type_text(pilot, "/compact")
+        await pilot.press("enter")
+        await server.wait_requests(3)
+        await type_text(pilot, "waiting")
+        await pilot.press("enter")
+        await pilot.press("escape")
+        await settle(pilot)
+        server.release()
+        events = app.runtime.thread.log.events
+        end = of_kind(events, k.COMPACT_END)[-1]
+        assert end["error"] == "summary" and end["cancelled"]
+        assert of_kind(events, k.USER_MESSAGE)[-1]["text"] == "waiting"
+        assert of_kind(events, k.TURN_END)[-1]["status"] == "ok"
+
+
+async def test_switching_threads(app_factory, server, tmp_path):
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        await say(pilot, "in the first thread")
+        first = app.runtime.thread.id
+        await say(pilot, "/new")
+        await settle(pilot)
+        second = app.runtime.thread.id
+        assert second != first
+        assert app.query_one(TitleBar).thread == second
+        await say(pilot, "in the second thread")
+        await app.switch_thread(first)
+        await settle(pilot)
+        assert app.runtime.thread.id == first
+        texts = [e["text"] for e in of_kind(app.runtime.thread.log.events, k.USER_MESSAGE)]
+        assert texts == ["in the first thread"]
+        assert of_kind(app.runtime.thread.log.events, k.END_SEED)
+
+
+async def test_failed_turn_puts_the_prompt_back(app_factory, server):
+    server.script(s.error(401, "invalid key"))
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        await say(pilot, "please answer")
+        assert app.query_one(PromptInput).text == "please answer"
+        errors = [n.text for n in app.query(Notice) if n.has_class("-error")]
+        assert errors and "401" in errors[0]
+
+
+async def test_history_recall_with_up(app_factory, server):
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        await say(pilot, "earlier prompt")
+        await pilot.press("up")
+        assert app.query_one(PromptInput).text == "earlier prompt"
+        await pilot.press("down")
+        assert app.query_one(PromptInput).text == ""

@@ -1,0 +1,102 @@
+"""Snapshots of every screen a user sees (review each SVG as a PNG before accepting)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests import scripted_server as s
+from tests.tui.conftest import say, settle, type_text
+
+SIZE = (100, 32)
+
+
+def test_empty_app(snap_compare, app_factory):
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+
+    assert snap_compare(app_factory(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_first_run_without_a_model(snap_compare, app_factory):
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+
+    assert snap_compare(app_factory(configured=False), terminal_size=SIZE, run_before=run_before)
+
+
+def test_conversation_with_a_checkpoint(snap_compare, app_factory, server):
+    server.script(
+        s.text("Paris is the capital of **France**."),
+        s.text("It has about 2.1 million inhabitants."),
+        s.text("The user asked about Paris: capital of France, ~2.1M people."),
+        s.text("Lyon is the third largest city."),
+    )
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        await say(pilot, "What is the capital of France?")
+        await say(pilot, "How many people live there?")
+        await say(pilot, "/compact")
+        await say(pilot, "And Lyon?")
+
+    assert snap_compare(app_factory(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_help_screen(snap_compare, app_factory):
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        await say(pilot, "/help")
+
+    assert snap_compare(app_factory(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_slash_completion_open(snap_compare, app_factory):
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        await type_text(pilot, "/c")
+        await pilot.pause()
+
+    assert snap_compare(app_factory(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_compaction_in_flight_with_queued_prompt_and_injection(snap_compare, app_factory, server):
+    """The seed's terminal scenario, frozen while the summary is held."""
+    server.script(s.text("first answer"), s.text("second answer"), s.text("summary", hold="before"))
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        await say(pilot, "first question")
+        await say(pilot, "second question")
+        await type_text(pilot, "/compact")
+        await pilot.press("enter")
+        await server.wait_requests(3)
+        await type_text(pilot, "typed while compacting")
+        await pilot.press("enter")
+        pilot.app.runtime.driver.inject("context injected meanwhile")
+        await pilot.pause()
+
+    assert snap_compare(app_factory(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_busy_error_notice(snap_compare, app_factory, server):
+    server.script(s.text("one"), s.text("two"))
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        await say(pilot, "one")
+        await say(pilot, "two")
+        log = pilot.app.runtime.thread.log
+        log.append("compact/start", turn=None, range={}, seqs=[], tokens=0)  # a live orphan
+        await say(pilot, "/compact")
+
+    assert snap_compare(app_factory(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_narrow_terminal(snap_compare, app_factory, server):
+    server.script(s.text("A reply that has to wrap on a narrow terminal, word by word."))
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        await say(pilot, "a question on a narrow screen")
+
+    assert snap_compare(app_factory(), terminal_size=(60, 24), run_before=run_before)
