@@ -1,0 +1,103 @@
+"""Task continuity: the per-thread archive of compacted sources, task notes, three tools.
+
+Modules, each holding one concern:
+
+- `extract`: what a source is (`extract_records`), shared by capture and active search.
+- `fts`: tokens (casefolded words, CJK bigrams) and safe FTS5 queries.
+- `store`: the SQLite archive (`ArchiveStore`), capture with retention, FTS search.
+- `status`: archive references in the log, scope binding, status resolution.
+- `search`: `HistoryView`, the active history plus reachable batches, for every reader.
+- `notes`: the notebook as log events, normalized on every write and read.
+- `tools`: `history_search`, `history_read`, `task_note`, the notebook message and
+  the authority contract.
+- `cli`: the JSON behind `trove history search|read` and `trove notes`.
+"""
+
+from engine.continuity.extract import (
+    Record,
+    SourceInput,
+    extract_records,
+    hidden_seqs,
+    is_source_id,
+    source_id,
+    surface_inputs,
+)
+from engine.continuity.notes import (
+    NOTE_DELETE,
+    NOTE_SET,
+    NoteError,
+    normalize_notebook,
+    note_event,
+    notebook_at,
+    write_note,
+)
+from engine.continuity.search import ActiveIndex, HistoryView
+from engine.continuity.status import (
+    SESSION_FORK,
+    Resolution,
+    archive_failure,
+    archive_reference,
+    resolve,
+    scope_binding,
+)
+from engine.continuity.store import (
+    MAX_PAGE_COUNT,
+    ArchiveError,
+    ArchiveStore,
+    ArchiveUnavailableError,
+    BatchInfo,
+    CaptureError,
+    CaptureResult,
+    archive_path,
+    capture_offloaded,
+)
+from engine.continuity.tools import (
+    AUTHORITY_CONTRACT,
+    ContinuityContext,
+    Snapshot,
+    build_tools,
+    context_builder,
+    notebook_message,
+    notebook_message_async,
+)
+
+__all__ = [
+    "AUTHORITY_CONTRACT",
+    "MAX_PAGE_COUNT",
+    "NOTE_DELETE",
+    "NOTE_SET",
+    "SESSION_FORK",
+    "ActiveIndex",
+    "ArchiveError",
+    "ArchiveStore",
+    "ArchiveUnavailableError",
+    "BatchInfo",
+    "CaptureError",
+    "CaptureResult",
+    "ContinuityContext",
+    "HistoryView",
+    "NoteError",
+    "Record",
+    "Resolution",
+    "Snapshot",
+    "SourceInput",
+    "archive_failure",
+    "archive_path",
+    "archive_reference",
+    "build_tools",
+    "capture_offloaded",
+    "context_builder",
+    "extract_records",
+    "hidden_seqs",
+    "is_source_id",
+    "normalize_notebook",
+    "note_event",
+    "notebook_at",
+    "notebook_message",
+    "notebook_message_async",
+    "resolve",
+    "scope_binding",
+    "source_id",
+    "surface_inputs",
+    "write_note",
+]

@@ -1,0 +1,118 @@
+"""What `trove history search|read` and `trove notes` print, from files alone.
+
+Each helper reads the thread's log (`engine.log.read_events`, read-only) and
+opens its archive read-only, then returns exactly the JSON object the matching
+model tool returns, so scripts and the model share one contract. Nothing here
+creates or modifies a file: a thread without an archive reads as having none.
+Failures to read the log raise `engine.log.LogCorruptError` (or
+`engine.session.ThreadNotFoundError` for a bad id); the CLI maps them to exit 1.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from engine.config import TaskContinuityConfig
+from engine.continuity.extract import hidden_seqs, surface_inputs
+from engine.continuity.status import scope_binding
+from engine.continuity.store import ArchiveStore, archive_path
+from engine.continuity.tools import Snapshot, notebook_report, read_result, search_result
+from engine.log import read_events
+from engine.session import LOG_NAME, ThreadNotFoundError, thread_dir
+from engine.surface import Surface
+
+
+def thread_snapshot(
+    home: Path, user_id: str, thread_id: str, config: TaskContinuityConfig | None = None
+) -> Snapshot:
+    """The thread's state at the end of its log, with its archive opened read-only."""
+    directory = thread_dir(home, user_id, thread_id)
+    log_path = directory / LOG_NAME
+    if not log_path.is_file():
+        raise ThreadNotFoundError(f"no thread {thread_id!r} for user {user_id!r}")
+    events = read_events(log_path).events
+    surface = Surface.from_events(events)
+    active = surface_inputs(surface.entries, hidden_seqs(events))
+    store = ArchiveStore(archive_path(directory), config or TaskContinuityConfig(), readonly=True)
+    return Snapshot(events, active, scope_binding(user_id, thread_id), store)
+
+
+def cli_search(
+    home: Path, user_id: str, thread_id: str, query: str, role: str | None = None
+) -> dict[str, Any]:
+    """`trove history search QUERY [--role R] --json`: the history_search result."""
+    snapshot = thread_snapshot(home, user_id, thread_id)
+    args: dict[str, Any] = {"query": query}
+    if role is not None:
+        args["role"] = role
+    try:
+        return search_result(snapshot, args)
+    finally:
+        _close(snapshot)
+
+
+def cli_read(
+    home: Path, user_id: str, thread_id: str, source_id: str, offset: int = 0
+) -> dict[str, Any]:
+    """`trove history read ID [--offset N] --json`: the history_read result."""
+    snapshot = thread_snapshot(home, user_id, thread_id)
+    try:
+        return read_result(snapshot, {"source_id": source_id, "offset": offset})
+    finally:
+        _close(snapshot)
+
+
+def cli_notes(home: Path, user_id: str, thread_id: str) -> dict[str, Any]:
+    """`trove notes --json`: notes with each citation's status, and the history status."""
+    snapshot = thread_snapshot(home, user_id, thread_id)
+    try:
+        return notebook_report(snapshot)
+    finally:
+        _close(snapshot)
+
+
+def _close(snapshot: Snapshot) -> None:
+    if snapshot.store is not None:
+        snapshot.store.close()
+
+
+def render_search(result: dict[str, Any]) -> str:
+    """Plain-text form of a search result for humans (without --json)."""
+    if result.get("status") == "error":
+        return f"error: {result.get('message')}"
+    lines = [
+        f"history: {result['status']}" + (f" ({result['detail']})" if "detail" in result else "")
+    ]
+    if not result.get("results"):
+        lines.append(result.get("message", "no matches"))
+    for item in result.get("results", []):
+        where = f"batch {item['batch']}" if item["batch"] is not None else "active"
+        mark = " [truncated]" if item["truncated"] else ""
+        lines.append(f"{item['id']}  {item['role']}  {where}  seq {item['seq']}{mark}")
+        lines.extend("    " + line for line in item["excerpt"].splitlines() or [""])
+    return "\n".join(lines)
+
+
+def render_read(result: dict[str, Any]) -> str:
+    """Plain-text form of one page: the text, then where to continue."""
+    if result.get("status") == "error":
+        return f"error: {result.get('message')}"
+    tail = []
+    if result["truncated"]:
+        tail.append("[the archived copy of this source was truncated]")
+    if result["next_offset"] is not None:
+        tail.append(f"[more: --offset {result['next_offset']}]")
+    return "\n".join([result["text"], *tail])
+
+
+def render_notes(report: dict[str, Any]) -> str:
+    """Plain-text form of the notebook with citation statuses."""
+    lines = [f"history: {report['history']['status']}"]
+    if not report["notes"]:
+        lines.append("no task notes")
+    for note in report["notes"]:
+        lines.append(f"{note['key']}: {note['content']}")
+        for citation in note["citations"]:
+            lines.append(f"    cites {citation['id']} ({citation['status']})")
+    return "\n".join(lines)

@@ -1,0 +1,168 @@
+"""Task notes: a small notebook the model keeps across compactions, stored in the log.
+
+Notes live as `note/set {key, content, source_ids}` and `note/delete {key}`
+events, so they survive compaction, resume and forks (a fork copies the log's
+ordinary state) with no second store. The notebook at a position is a replay
+of those events, normalized at every step exactly as a write is normalized:
+malformed entries are dropped, a key keeps its first position when replaced,
+only the last eight keys are kept, and every note carries
+`authority: "model_report"` and nothing else the writer may have added. So a
+forged or damaged log line can neither grow the notebook nor give a note
+authority.
+
+Direct writes (`note_event`, `write_note`) check the syntax of source ids;
+only the `task_note` tool checks that cited sources are available.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from engine.continuity.extract import is_source_id
+
+NOTE_SET = "note/set"
+NOTE_DELETE = "note/delete"
+MAX_NOTES = 8
+MAX_NOTE_CHARS = 750
+MAX_NOTE_SOURCES = 4
+MAX_KEY_CHARS = 40
+AUTHORITY = "model_report"
+
+Note = dict[str, Any]
+
+
+class NoteError(ValueError):
+    """A note write that breaks the rules; `code` is the tool error code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def check_key(key: Any) -> str:
+    """A key is 1-40 printable characters without whitespace (short, unambiguous)."""
+    if not isinstance(key, str) or not key:
+        raise NoteError("invalid_key", "key must be a non-empty string")
+    if len(key) > MAX_KEY_CHARS:
+        raise NoteError("invalid_key", f"key must be at most {MAX_KEY_CHARS} characters")
+    if any(ch.isspace() for ch in key) or not key.isprintable():
+        raise NoteError("invalid_key", "key must not contain whitespace or control characters")
+    return key
+
+
+def check_content(content: Any) -> str:
+    if not isinstance(content, str):
+        raise NoteError("invalid_content", "content must be a string")
+    if len(content) > MAX_NOTE_CHARS:
+        raise NoteError(
+            "invalid_content",
+            f"content must be at most {MAX_NOTE_CHARS} characters (got {len(content)})",
+        )
+    return content
+
+
+def check_source_ids(source_ids: Any) -> list[str]:
+    """Up to four syntactically valid source ids, duplicates removed, order kept."""
+    if source_ids is None:
+        return []
+    if not isinstance(source_ids, list):
+        raise NoteError("invalid_source_ids", "source_ids must be a list of source ids")
+    if not all(is_source_id(s) for s in source_ids):
+        raise NoteError(
+            "invalid_source_ids", "each source id is 'r' followed by 32 lowercase hex digits"
+        )
+    unique = list(dict.fromkeys(source_ids))
+    if len(unique) > MAX_NOTE_SOURCES:
+        raise NoteError("invalid_source_ids", f"at most {MAX_NOTE_SOURCES} source ids per note")
+    return unique
+
+
+def is_deletion(content: str) -> bool:
+    return not content.strip()
+
+
+def normalize_note(entry: Any) -> Note | None:
+    """The canonical form of one stored note, or None when it is malformed or a deletion."""
+    if not isinstance(entry, Mapping):
+        return None
+    try:
+        key = check_key(entry.get("key"))
+        content = check_content(entry.get("content"))
+        sources = check_source_ids(entry.get("source_ids"))
+    except NoteError:
+        return None
+    if is_deletion(content):
+        return None
+    return {"key": key, "content": content, "source_ids": sources, "authority": AUTHORITY}
+
+
+def _keep_last(book: dict[str, Note]) -> None:
+    while len(book) > MAX_NOTES:
+        del book[next(iter(book))]
+
+
+def normalize_notebook(entries: Iterable[Any]) -> list[Note]:
+    """Normalize a stored notebook (any list of note-like entries), in order.
+
+    Later entries for a key replace earlier ones in place; the last eight
+    valid keys are kept. A mapping of key -> note is accepted too.
+    """
+    if isinstance(entries, Mapping):
+        entries = [
+            {"key": k, **v} if isinstance(v, Mapping) and "key" not in v else v
+            for k, v in entries.items()
+        ]
+    elif isinstance(entries, str | bytes) or not isinstance(entries, Iterable):
+        entries = ()
+    book: dict[str, Note] = {}
+    for entry in entries:
+        note = normalize_note(entry)
+        if note is not None:
+            book[note["key"]] = note
+            _keep_last(book)
+    return list(book.values())
+
+
+def notebook_at(events: Iterable[Mapping[str, Any]]) -> list[Note]:
+    """The notebook at the position the events end at (a normalized replay)."""
+    book: dict[str, Note] = {}
+    for event in events:
+        kind = event.get("kind")
+        if kind == NOTE_SET:
+            content = event.get("content")
+            if isinstance(content, str) and is_deletion(content):
+                key = event.get("key")
+                if isinstance(key, str):
+                    book.pop(key, None)
+                continue
+            note = normalize_note(event)
+            if note is not None:
+                book[note["key"]] = note
+                _keep_last(book)
+        elif kind == NOTE_DELETE:
+            key = event.get("key")
+            if isinstance(key, str):
+                book.pop(key, None)
+    return list(book.values())
+
+
+def note_event(key: Any, content: Any, source_ids: Any = None) -> tuple[str, dict[str, Any]]:
+    """The (kind, fields) of a syntax-checked note write; empty content is a deletion."""
+    key = check_key(key)
+    content = check_content(content)
+    if is_deletion(content):
+        return NOTE_DELETE, {"key": key}
+    return NOTE_SET, {"key": key, "content": content, "source_ids": check_source_ids(source_ids)}
+
+
+def write_note(
+    append: Callable[..., Mapping[str, Any]],
+    key: Any,
+    content: Any,
+    source_ids: Any = None,
+) -> Mapping[str, Any]:
+    """Append a note write through `append(kind, **fields)` (e.g. `SessionLog.append`)."""
+    kind, fields = note_event(key, content, source_ids)
+    return append(kind, **fields)

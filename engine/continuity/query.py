@@ -1,0 +1,151 @@
+"""Searching the archive's per-batch FTS5 tables, fast on a full archive.
+
+Each batch has its own contentless FTS5 table (`fts_<batch id>`, see
+store.py). A search runs in one read transaction and, per tier:
+
+1. one probe statement: a UNION ALL over the reachable batches' tables that
+   returns at most `limit + 1` matching rowids per batch, without ranking
+   (a few microseconds a batch, and one statement instead of one per batch);
+2. newest batch first, the batches the probe found: a batch with more
+   matches than places left is ranked by FTS5 (`ORDER BY rank`, bm25); a
+   batch with few is fetched directly. It stops once enough originals are in.
+
+Tiers: sources holding every term first, then sources holding some terms.
+Continuity-tool echoes (copies of other sources) are kept aside and only fill
+places the originals leave. Every lookup goes through FTS5 or a primary key;
+no statement scans the stored text.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from functools import lru_cache
+
+from engine.continuity import fts
+
+
+@dataclass(frozen=True)
+class ArchiveHit:
+    """A search hit; `every` is True when the source holds every query term."""
+
+    source_id: str
+    role: str
+    seq: int
+    text: str
+    echo: bool
+    truncated: bool
+    batch_id: int
+    every: bool
+
+
+def fts_table(batch_id: int) -> str:
+    """The FTS5 table of one batch (the int() keeps the name injection-proof)."""
+    return f"fts_{int(batch_id)}"
+
+
+# Columns every row fetch returns, in this order.
+_COLUMNS = "s.id, s.source_id, s.role, s.seq, s.truncated, s.echo"
+
+
+def search_batches(
+    conn: sqlite3.Connection,
+    terms: list[fts.Term],
+    batch_ids: list[int],
+    *,
+    role: str | None,
+    limit: int,
+) -> list[ArchiveHit]:
+    """Up to `limit` hits from `batch_ids` (newest first), originals before echoes."""
+    conn.execute("BEGIN")
+    try:
+        present = _present(conn, batch_ids)
+        originals: list[tuple] = []
+        echoes: list[tuple] = []
+        seen: set[int] = set()
+        for every in (True, False) if len(terms) > 1 else (True,):
+            if len(originals) >= limit or not present:
+                break
+            expression = fts.fts_query(terms, every=every)
+            probe = _probe(conn, expression, present, limit)
+            for batch_id in present:
+                found = probe.get(batch_id)
+                if not found:
+                    continue
+                rows = _rows(conn, expression, batch_id, found, role, limit, len(originals))
+                for row in rows:
+                    if row[0] in seen:
+                        continue
+                    seen.add(row[0])
+                    (echoes if row[5] else originals).append((*row, batch_id, every))
+                if len(originals) >= limit:
+                    break
+        chosen = originals[:limit] + echoes[: max(0, limit - len(originals))]
+        return _with_text(conn, chosen)
+    finally:
+        conn.execute("COMMIT")
+
+
+def _present(conn: sqlite3.Connection, ids: list[int]) -> list[int]:
+    marks = ",".join("?" * len(ids))
+    stored = {r[0] for r in conn.execute(f"SELECT id FROM batches WHERE id IN ({marks})", ids)}
+    return [i for i in ids if i in stored]
+
+
+@lru_cache(maxsize=64)
+def _probe_sql(ids: tuple[int, ...]) -> str:
+    return " UNION ALL ".join(
+        f"SELECT {b} AS b, rowid FROM (SELECT rowid FROM {fts_table(b)} "
+        f"WHERE {fts_table(b)} MATCH ?1 LIMIT ?2)"
+        for b in ids
+    )
+
+
+def _probe(
+    conn: sqlite3.Connection, expression: str, ids: list[int], limit: int
+) -> dict[int, list[int]]:
+    found: dict[int, list[int]] = {}
+    for batch_id, rowid in conn.execute(_probe_sql(tuple(ids)), (expression, limit + 1)):
+        found.setdefault(batch_id, []).append(rowid)
+    return found
+
+
+def _rows(
+    conn: sqlite3.Connection,
+    expression: str,
+    batch_id: int,
+    rowids: list[int],
+    role: str | None,
+    limit: int,
+    have: int,
+) -> list[tuple]:
+    """One batch's candidates: ranked by bm25 when it has more than the places left."""
+    role_clause = " AND s.role = ?" if role else ""
+    if len(rowids) <= limit - have:
+        marks = ",".join("?" * len(rowids))
+        params: tuple = (*rowids, role) if role else tuple(rowids)
+        return conn.execute(
+            f"SELECT {_COLUMNS} FROM sources s WHERE s.id IN ({marks}){role_clause} "
+            "ORDER BY s.id DESC",
+            params,
+        ).fetchall()
+    table = fts_table(batch_id)
+    params = (expression, role, limit * 2) if role else (expression, limit * 2)
+    return conn.execute(
+        f"SELECT {_COLUMNS} FROM {table} JOIN sources s ON s.id = {table}.rowid "
+        f"WHERE {table} MATCH ?{role_clause} ORDER BY {table}.rank LIMIT ?",
+        params,
+    ).fetchall()
+
+
+def _with_text(conn: sqlite3.Connection, chosen: list[tuple]) -> list[ArchiveHit]:
+    if not chosen:
+        return []
+    marks = ",".join("?" * len(chosen))
+    texts = dict(
+        conn.execute(f"SELECT id, text FROM sources WHERE id IN ({marks})", [c[0] for c in chosen])
+    )
+    return [
+        ArchiveHit(sid, role, seq, texts.get(row_id, ""), bool(echo), bool(trunc), batch, every)
+        for row_id, sid, role, seq, trunc, echo, batch, every in chosen
+    ]

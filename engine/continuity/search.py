@@ -1,0 +1,336 @@
+"""One view of a position's history: the active messages plus the reachable archive.
+
+`history_search`, `history_read`, citation checks, the injected notebook and
+the CLI all go through `HistoryView`, so they agree on what exists. A view is
+a snapshot: built from the events up to a position, the active surface
+records (same extraction as capture) and the store. Building it may read the
+archive, so callers on an event loop build and use it in a worker thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engine.continuity import fts
+from engine.continuity.extract import (
+    ROLES,
+    Record,
+    SourceInput,
+    extract_records,
+    is_source_id,
+)
+from engine.continuity.status import (
+    STATUS_DETAIL,
+    HistoryStatus,
+    Resolution,
+    resolve_scan,
+    scan_history,
+)
+from engine.continuity.store import ArchiveError, ArchiveHit, ArchiveStore
+
+SEARCH_LIMIT = 8
+EXCERPT_CHARS = 600
+PAGE_CHARS = 4000
+MAX_QUERY_CHARS = 2000
+
+
+def error(code: str, message: str, **extra: Any) -> dict[str, Any]:
+    """A tool error as data (the same shape as `engine.tools.error_result`)."""
+    return {"status": "error", "error": code, "message": message, **extra}
+
+
+class ActiveIndex:
+    """Token sets of active records, cached by source id.
+
+    A source id names one exact text, so a cached entry can never go stale;
+    the cache only saves re-tokenizing the active history on every search.
+    """
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self.capacity = capacity
+        self._sets: OrderedDict[str, frozenset[str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def token_set(self, record: Record) -> frozenset[str]:
+        with self._lock:
+            found = self._sets.get(record.source_id)
+            if found is not None:
+                self._sets.move_to_end(record.source_id)
+                return found
+        made = frozenset(fts.tokens(record.text))
+        with self._lock:
+            self._sets[record.source_id] = made
+            while len(self._sets) > self.capacity:
+                self._sets.popitem(last=False)
+        return made
+
+
+@dataclass
+class _Hit:
+    record_id: str
+    role: str
+    seq: int
+    text: str
+    truncated: bool
+    batch: int | None
+    matched: int
+    echo: bool = False
+
+    def recency(self) -> tuple[int, int, int]:
+        # Active messages are newer than anything archived; then newest batch.
+        if self.batch is None:
+            return (1, 0, self.seq)
+        return (0, self.batch, self.seq)
+
+
+class HistoryView:
+    """What one position may see, with the tool operations over it."""
+
+    def __init__(
+        self,
+        resolution: Resolution,
+        active: list[Record],
+        store: ArchiveStore | None,
+        index: ActiveIndex | None = None,
+    ) -> None:
+        self.resolution = resolution
+        self.active = active
+        self.by_id = {r.source_id: r for r in active}
+        self.store = store
+        self.index = index or ActiveIndex()
+        self._store_error: str | None = None
+
+    @classmethod
+    def open(
+        cls,
+        events: Iterable[Mapping[str, Any]],
+        scope: str,
+        active: Iterable[SourceInput],
+        store: ArchiveStore | None,
+        index: ActiveIndex | None = None,
+    ) -> HistoryView:
+        """Resolve the status (consulting the store only when own references exist)."""
+        scan = scan_history(events, scope)
+        stored: dict[int, int] | None = {}
+        problem: str | None = None
+        if scan.refs:
+            if store is None:
+                stored, problem = None, "task continuity is disabled, the archive is not open"
+            elif not store.path.is_file():
+                stored, problem = None, f"the archive file is missing: {store.path}"
+            else:
+                try:
+                    stored = store.batch_records()
+                except ArchiveError as exc:
+                    stored, problem = None, str(exc)
+        resolution = resolve_scan(scan, stored, problem)
+        usable = store if stored is not None and resolution.reachable else None
+        return cls(resolution, extract_records(active), usable, index)
+
+    @property
+    def status(self) -> HistoryStatus:
+        if self._store_error is not None:
+            return "unavailable"
+        return self.resolution.status
+
+    def _status_fields(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": self.status}
+        if self.status != "available":
+            out["detail"] = STATUS_DETAIL[self.status]
+        if self.resolution.omitted_records:
+            out["omitted_records"] = self.resolution.omitted_records
+        error_text = self._store_error or self.resolution.error
+        if error_text:
+            out["reason"] = error_text
+        return out
+
+    # -- search ----------------------------------------------------------------
+
+    def search(self, query: str, role: str | None = None) -> dict[str, Any]:
+        """The `history_search` result: at most 8 excerpts of 600 characters.
+
+        Sources holding every query term come first (active history newest
+        first, then the archive newest batch first), then sources holding the
+        most terms, newest first. Continuity-tool echoes (earlier searches,
+        reads and notes: copies of other sources) follow the originals.
+        """
+        terms = fts.query_terms(query)
+        result = self._status_fields()
+        if not terms:
+            result["results"] = []
+            result["message"] = "the query has no searchable words or CJK characters"
+            return result
+        buckets: dict[tuple[bool, bool], list[_Hit]] = {
+            (echo, every): [] for echo in (False, True) for every in (True, False)
+        }
+        for record in reversed(self.active):
+            if role is not None and record.role != role:
+                continue
+            matched = fts.matched_terms(terms, self.index.token_set(record))
+            if matched:
+                hit = _Hit(
+                    record.source_id,
+                    record.role,
+                    record.seq,
+                    record.text,
+                    False,
+                    None,
+                    matched,
+                    record.echo,
+                )
+                buckets[(record.echo, matched == len(terms))].append(hit)
+        archived: list[ArchiveHit] = []
+        if self.store is not None and len(buckets[(False, True)]) < SEARCH_LIMIT:
+            try:
+                archived = self.store.search(
+                    query, role=role, batch_ids=self.resolution.reachable, limit=SEARCH_LIMIT
+                )
+            except ArchiveError as exc:
+                self._store_error = str(exc)
+                result = self._status_fields()
+        for found in archived:
+            if found.source_id in self.by_id:
+                continue  # the active copy is whole; prefer it
+            matched = len(terms)
+            if not found.every:
+                folded = found.text.casefold()
+                matched = sum(1 for t in terms if t.text in folded)
+            hit = _Hit(
+                found.source_id,
+                found.role,
+                found.seq,
+                found.text,
+                found.truncated,
+                found.batch_id,
+                matched,
+                found.echo,
+            )
+            buckets[(found.echo, found.every)].append(hit)
+        chosen: list[_Hit] = []
+        seen: set[str] = set()
+        for echo in (False, True):
+            partial = buckets[(echo, False)]
+            partial.sort(key=lambda h: (h.matched, h.recency()), reverse=True)
+            for hit in buckets[(echo, True)] + partial:
+                if hit.record_id not in seen and len(chosen) < SEARCH_LIMIT:
+                    seen.add(hit.record_id)
+                    chosen.append(hit)
+        result["results"] = [self._item(hit, query, terms, len(terms)) for hit in chosen]
+        return result
+
+    def _item(self, hit: _Hit, query: str, terms: list[fts.Term], total: int) -> dict[str, Any]:
+        start, length = fts.match_position(hit.text, query, terms)
+        offset, text = fts.excerpt(hit.text, start, length, EXCERPT_CHARS)
+        return {
+            "id": hit.record_id,
+            "role": hit.role,
+            "excerpt": text,
+            "truncated": hit.truncated,
+            "origin": "archive" if hit.batch is not None else "active",
+            "batch": hit.batch,
+            "seq": hit.seq,
+            "offset": offset,
+            "chars": len(hit.text),
+            "matched": "all" if hit.matched >= total else "some",
+            "echo": hit.echo,
+        }
+
+    # -- read ------------------------------------------------------------------
+
+    def lookup(self, source_id: str) -> tuple[Record, int | None] | None:
+        """The source with this exact id: the active message first, then the archive."""
+        record = self.by_id.get(source_id)
+        if record is not None:
+            return record, None
+        if self.store is None:
+            return None
+        try:
+            stored = self.store.read(source_id, self.resolution.reachable)
+        except ArchiveError as exc:
+            self._store_error = str(exc)
+            return None
+        if stored is None:
+            return None
+        record = Record(
+            stored.source_id,
+            stored.role,
+            stored.seq,
+            stored.text,
+            stored.truncated,
+            stored.echo,
+        )
+        return record, stored.batch_id
+
+    def read(self, source_id: str, offset: int = 0) -> dict[str, Any]:
+        """The `history_read` result: one 4,000-character page of the exact source."""
+        found = self.lookup(source_id)
+        if found is None:
+            return error(
+                "source_unavailable",
+                f"no source {source_id} is reachable from this point of the thread",
+                history=self._status_fields(),
+            )
+        record, batch = found
+        if offset > len(record.text):
+            return error(
+                "invalid_offset",
+                f"offset {offset} is past the end of the source ({len(record.text)} characters)",
+            )
+        page = record.text[offset : offset + PAGE_CHARS]
+        end = offset + len(page)
+        out = self._status_fields()
+        out.update(
+            {
+                "id": record.source_id,
+                "role": record.role,
+                "text": page,
+                "offset": offset,
+                "next_offset": end if end < len(record.text) else None,
+                "truncated": record.truncated,
+                "chars": len(record.text),
+                "origin": "archive" if batch is not None else "active",
+                "batch": batch,
+                "seq": record.seq,
+            }
+        )
+        return out
+
+    # -- citations -------------------------------------------------------------
+
+    def citation_status(self, source_ids: Iterable[str]) -> dict[str, str]:
+        """Whether each cited id can be read from here; why not, when it cannot.
+
+        A missing id takes the history's own degraded status when there is
+        one (it may have been in an expired, foreign or failed batch), and
+        `unavailable` otherwise.
+        """
+        ids = [i for i in dict.fromkeys(source_ids) if isinstance(i, str)]
+        out: dict[str, str] = {}
+        missing = [i for i in ids if i not in self.by_id]
+        stored: set[str] = set()
+        if missing and self.store is not None:
+            try:
+                stored = self.store.available(
+                    [i for i in missing if is_source_id(i)], self.resolution.reachable
+                )
+            except ArchiveError as exc:
+                self._store_error = str(exc)
+        fallback = self.status
+        if fallback in ("available", "uninitialized"):
+            fallback = "unavailable"
+        for source in ids:
+            out[source] = "available" if source in self.by_id or source in stored else fallback
+        return out
+
+
+def parse_role(value: Any) -> str | None:
+    """None (any role) or one of the source roles; raises ValueError otherwise."""
+    if value is None or value == "":
+        return None
+    if value not in ROLES:
+        raise ValueError(f"role must be one of {', '.join(ROLES)}")
+    return str(value)

@@ -1,0 +1,236 @@
+"""Which archived history a log position may see, and in what state it is.
+
+The log is the checkpoint state: each successful compaction's `compact/end`
+carries the reference to the batch it archived (or the capture failure), and
+the scope binding of the user and thread it was made for. Resolution is a
+pure function of the events up to a position, the current scope and the
+batches the store still holds, so every reader (search, read, citation
+checks, the injected notebook, the CLI) answers the same way:
+
+- `uninitialized`: no compaction ever left an archive reference.
+- `available`: every referenced batch is still stored.
+- `partially_expired`: some referenced batches were evicted by retention.
+- `unavailable`: reference metadata is malformed, or the newest capture
+  failed (sticky until a later successful capture), or the archive cannot be
+  opened. Older valid references can still be read.
+- `scope_unavailable`: a reference was made for another user or thread (a
+  copied log); it grants nothing here.
+
+Only references at or before the position are reachable, so reading an older
+position (a rewind) can never reveal a later batch. A `session/fork` event
+clears everything before it: a fork does not inherit its parent's archive.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from engine.continuity.store import CaptureResult
+
+HistoryStatus = Literal[
+    "uninitialized", "available", "partially_expired", "unavailable", "scope_unavailable"
+]
+STATUSES: tuple[HistoryStatus, ...] = (
+    "uninitialized",
+    "available",
+    "partially_expired",
+    "unavailable",
+    "scope_unavailable",
+)
+
+COMPACT_END = "compact/end"
+SESSION_FORK = "session/fork"
+_SCOPE = re.compile(r"^[0-9a-f]{32}$")
+
+STATUS_DETAIL: dict[str, str] = {
+    "uninitialized": "nothing has been compacted yet; only the active history is searched",
+    "available": "every compacted batch reachable from this point is stored",
+    "partially_expired": (
+        "some compacted batches expired under the retention limits; sources from them are "
+        "gone and claims that cite them must be re-verified"
+    ),
+    "unavailable": (
+        "the compacted history cannot be fully trusted (a capture failed, metadata is "
+        "malformed, or the archive cannot be opened); re-verify anything you rely on"
+    ),
+    "scope_unavailable": (
+        "part of this history was archived for another user or thread and cannot be read here"
+    ),
+}
+
+
+def scope_binding(user_id: str, thread_id: str) -> str:
+    """The first 32 hex of sha256(user NUL thread): what a reference is bound to."""
+    return hashlib.sha256(f"{user_id}\0{thread_id}".encode()).hexdigest()[:32]
+
+
+def archive_reference(result: CaptureResult, scope: str) -> dict[str, Any]:
+    """The `archive` field of a successful compaction's `compact/end`."""
+    return {
+        "batch": result.batch_id,
+        "scope": scope,
+        "records": result.records,
+        "omitted_records": result.omitted_records,
+    }
+
+
+def archive_failure(scope: str, error: str) -> dict[str, Any]:
+    """The `archive` field of a successful compaction whose capture failed."""
+    return {"status": "unavailable", "scope": scope, "error": str(error)}
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+@dataclass(frozen=True)
+class ArchiveRef:
+    batch: int
+    scope: str
+    records: int
+    omitted_records: int
+    seq: int
+
+
+@dataclass
+class HistoryScan:
+    """What the log says about the archive, before the store is consulted."""
+
+    refs: list[ArchiveRef] = field(default_factory=list)
+    foreign: bool = False
+    failure: str | None = None
+    latest: ArchiveRef | None = None
+
+    @property
+    def initialized(self) -> bool:
+        return bool(self.refs) or self.foreign or self.failure is not None
+
+
+def _parse(archive: Any, seq: int) -> ArchiveRef | tuple[str, str] | None:
+    """A valid reference, ("failed", scope) for a capture failure, or None when malformed."""
+    if not isinstance(archive, Mapping):
+        return None
+    scope = archive.get("scope")
+    if not isinstance(scope, str) or not _SCOPE.match(scope):
+        return None
+    if archive.get("status") == "unavailable" and "batch" not in archive:
+        return ("failed", scope)
+    batch = archive.get("batch")
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        return None
+    records, omitted = archive.get("records"), archive.get("omitted_records")
+    if not _count(records) or not _count(omitted):
+        return None
+    return ArchiveRef(batch, scope, records, omitted, seq)
+
+
+def scan_history(events: Iterable[Mapping[str, Any]], scope: str) -> HistoryScan:
+    """Fold the archive references of the events (already cut at the position)."""
+    scan = HistoryScan()
+    for event in events:
+        kind = event.get("kind")
+        if kind == SESSION_FORK:
+            scan = HistoryScan()
+            continue
+        if kind != COMPACT_END or event.get("error") is not None or "archive" not in event:
+            continue
+        seq = event.get("seq") if isinstance(event.get("seq"), int) else 0
+        parsed = _parse(event["archive"], seq)
+        if parsed is None:
+            scan.failure = "malformed archive reference metadata"
+        elif isinstance(parsed, tuple):
+            if parsed[1] == scope:
+                error = event["archive"].get("error")
+                scan.failure = f"capture failed: {error}" if error else "capture failed"
+            else:
+                scan.foreign = True
+        elif parsed.scope != scope:
+            scan.foreign = True
+        else:
+            scan.refs.append(parsed)
+            scan.latest = parsed
+            scan.failure = None  # a successful capture replaces an earlier failure
+    return scan
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """A position's archive status and the batches it may read (newest first)."""
+
+    status: HistoryStatus
+    reachable: tuple[int, ...] = ()
+    expired: tuple[int, ...] = ()
+    error: str | None = None
+    omitted_records: int | None = None
+
+    def summary(self) -> dict[str, Any]:
+        """The status as data for the model, the notebook message and the CLI."""
+        out: dict[str, Any] = {"status": self.status, "detail": STATUS_DETAIL[self.status]}
+        out["batches"] = len(self.reachable)
+        if self.expired:
+            out["expired_batches"] = len(self.expired)
+        if self.omitted_records:
+            out["omitted_records"] = self.omitted_records
+        if self.error:
+            out["reason"] = self.error
+        return out
+
+
+def resolve(
+    events: Iterable[Mapping[str, Any]],
+    scope: str,
+    stored: Mapping[int, int] | Collection[int] | None,
+    store_error: str | None = None,
+) -> Resolution:
+    """The status at the position the events end at.
+
+    `stored` is what the store still holds: batch id -> record count (from
+    `ArchiveStore.batch_records()`, which also catches an id that now names a
+    different batch) or just the ids; None when the archive cannot be opened
+    (`store_error` says why).
+    """
+    return resolve_scan(scan_history(events, scope), stored, store_error)
+
+
+def resolve_scan(
+    scan: HistoryScan,
+    stored: Mapping[int, int] | Collection[int] | None,
+    store_error: str | None = None,
+) -> Resolution:
+    """`resolve` for an already folded scan (so the log is walked once)."""
+    omitted = scan.latest.omitted_records if scan.latest is not None else None
+    if not scan.initialized:
+        return Resolution("uninitialized")
+    reachable: list[int] = []
+    expired: list[int] = []
+    seen: set[int] = set()
+    for ref in reversed(scan.refs):
+        if ref.batch in seen:
+            continue
+        seen.add(ref.batch)
+        present = stored is not None and ref.batch in stored
+        if present and isinstance(stored, Mapping) and stored[ref.batch] != ref.records:
+            present = False
+        (reachable if present else expired).append(ref.batch)
+    if stored is None:
+        error = store_error or "the archive cannot be opened"
+        return Resolution("unavailable", (), tuple(expired), error, omitted)
+    status: HistoryStatus
+    if scan.failure is not None:
+        status = "unavailable"
+    elif scan.foreign:
+        status = "scope_unavailable"
+    elif expired:
+        status = "partially_expired"
+    else:
+        status = "available"
+    return Resolution(status, tuple(reachable), tuple(expired), scan.failure, omitted)
+
+
+def needs_store(scan: HistoryScan) -> bool:
+    """Whether resolving this scan needs the store at all (own references exist)."""
+    return bool(scan.refs)

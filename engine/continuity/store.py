@@ -1,0 +1,552 @@
+"""The per-thread archive: compacted sources in SQLite, searchable through FTS5.
+
+Layout (schema version 1, `PRAGMA user_version`):
+
+- `batches`: one row per capture (one successful compaction). Ids come from
+  AUTOINCREMENT, so an evicted batch's id is never reused and an old log
+  reference can never point at a newer batch.
+- `sources`: one row per record, with its text, role, seq and truncated flag.
+- `fts_<batch id>`: a contentless FTS5 table per batch over the record's
+  index text (see `fts.index_text`). Evicting a batch drops its table, which
+  frees its pages at once, so eviction makes room inside the same transaction
+  (a shared FTS table would only gain tombstones). Searching a batch is a
+  query on its own table: a position that cannot reach a batch cannot query it.
+
+Every capture is one `BEGIN IMMEDIATE` transaction: competing captures (two
+threads, two processes) serialize their retention decisions. Inside it, the
+oldest batches are evicted first (to respect `max_batches`, then until the
+estimated size fits under the page ceiling) and the new batch is inserted; if
+SQLite still reports the ceiling (SQLITE_FULL) everything rolls back, the
+previous batches stay, and `CaptureError` is raised.
+
+Readers never create the file: a missing archive reads as empty.
+The class is synchronous; callers run it off the event loop
+(`capture_offloaded` does that and drains the write on cancellation).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from engine.config import TaskContinuityConfig
+from engine.continuity import fts
+from engine.continuity.extract import Record
+from engine.continuity.query import ArchiveHit, fts_table, search_batches
+
+MAX_PAGE_COUNT = 32768
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x54524F56  # "TROV": marks the file as a Trove archive
+BUSY_TIMEOUT_MS = 10_000
+ARCHIVE_DIR = "task-history"
+ARCHIVE_NAME = "history.sqlite"
+
+# Size estimate for a new batch, in bytes of database pages. Measured: the
+# sources b-tree costs about 1.1x the text, the FTS index (detail=full) 0.5x
+# to 1.2x the index text (repetitive prose low, unique codes high). The
+# factors err high: over-estimating evicts at most one batch early, while
+# under-estimating would fail the capture at the ceiling.
+_TEXT_FACTOR = 1.25
+_INDEX_FACTOR = 1.5
+_ROW_OVERHEAD = 96
+_TABLE_PAGES = 16  # the FTS5 shadow tables and schema growth of a new batch
+_HASH_BYTES = 64 * 2**20  # FTS5 in-memory hash for one capture (default 1 MB)
+
+
+class ArchiveError(Exception):
+    """Base of every archive failure; callers map it to a history status."""
+
+
+class ArchiveUnavailableError(ArchiveError):
+    """The archive cannot be read (corrupt, unreadable, foreign or newer schema)."""
+
+
+class CaptureError(ArchiveError):
+    """A capture did not happen; the previous batches are intact."""
+
+
+@dataclass(frozen=True)
+class CaptureResult:
+    batch_id: int
+    records: int
+    omitted_records: int
+    truncated_count: int
+    duplicate: bool = False
+
+
+@dataclass(frozen=True)
+class BatchInfo:
+    id: int
+    batch_key: int
+    created: str
+    records: int
+    omitted_records: int
+    truncated_count: int
+
+
+@dataclass(frozen=True)
+class SourceSummary:
+    source_id: str
+    role: str
+    seq: int
+    chars: int
+    truncated: bool
+
+
+@dataclass(frozen=True)
+class StoredSource:
+    source_id: str
+    role: str
+    seq: int
+    text: str
+    truncated: bool
+    batch_id: int
+    echo: bool = False
+
+
+def archive_path(thread_dir: Path) -> Path:
+    """`<thread dir>/task-history/history.sqlite`, beside the session log."""
+    return thread_dir / ARCHIVE_DIR / ARCHIVE_NAME
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+_SCHEMA = f"""
+CREATE TABLE batches (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    batch_key INTEGER NOT NULL UNIQUE,
+    created TEXT NOT NULL,
+    records INTEGER NOT NULL,
+    omitted INTEGER NOT NULL,
+    truncated INTEGER NOT NULL
+);
+CREATE TABLE sources (
+    id INTEGER PRIMARY KEY,
+    batch_id INTEGER NOT NULL,
+    source_id TEXT NOT NULL,
+    role TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    truncated INTEGER NOT NULL,
+    echo INTEGER NOT NULL,
+    text TEXT NOT NULL
+);
+CREATE INDEX sources_by_batch ON sources(batch_id);
+CREATE INDEX sources_by_source ON sources(source_id, batch_id);
+PRAGMA application_id = {APPLICATION_ID};
+PRAGMA user_version = {SCHEMA_VERSION};
+"""
+
+
+class ArchiveStore:
+    """One thread's archive file; thread-safe, one connection, opened lazily.
+
+    `readonly=True` opens the file with `mode=ro` (the CLI); otherwise reads
+    use a read-write connection that still never creates the file, and only
+    `capture` creates it.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        config: TaskContinuityConfig,
+        *,
+        readonly: bool = False,
+        max_page_count: int = MAX_PAGE_COUNT,
+        clock: Callable[[], datetime] = _utcnow,
+    ) -> None:
+        self.path = Path(path)
+        self.config = config
+        self.readonly = readonly
+        self.max_page_count = max_page_count
+        self.clock = clock
+        self._conn: sqlite3.Connection | None = None
+        self._initialized = False
+        self._lock = threading.RLock()
+
+    # -- connection ------------------------------------------------------------
+
+    def _connect(self, mode: str) -> sqlite3.Connection:
+        uri = self.path.resolve().as_uri() + f"?mode={mode}"
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        return conn
+
+    def _check_schema(self, conn: sqlite3.Connection) -> bool:
+        """True when the schema exists; False for an empty file; raises for a foreign one."""
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        app = conn.execute("PRAGMA application_id").fetchone()[0]
+        if version == 0 and app == 0:
+            tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            if tables == 0:
+                return False
+        if app != APPLICATION_ID or version != SCHEMA_VERSION:
+            raise ArchiveUnavailableError(
+                f"{self.path}: not a Trove archive of schema {SCHEMA_VERSION} "
+                f"(application_id {app}, user_version {version})"
+            )
+        return True
+
+    def _reader(self) -> sqlite3.Connection | None:
+        """The open connection, or None when there is no archive file (never creates it)."""
+        if self._conn is not None:
+            return self._conn
+        if not self.path.is_file():
+            return None
+        try:
+            conn = self._connect("ro" if self.readonly else "rw")
+            try:
+                self._initialized = self._check_schema(conn)
+            except BaseException:
+                conn.close()
+                raise
+        except sqlite3.Error as exc:
+            raise ArchiveUnavailableError(f"{self.path}: cannot open archive: {exc}") from exc
+        self._conn = conn
+        return conn
+
+    def _writer(self) -> sqlite3.Connection:
+        if self.readonly:
+            raise CaptureError(f"{self.path}: archive opened read-only")
+        try:
+            conn = self._reader()
+            if conn is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                conn = self._connect("rwc")
+                self._conn = conn
+            self._ensure_wal(conn)
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA max_page_count = {int(self.max_page_count)}")
+        except (sqlite3.Error, OSError, ArchiveUnavailableError) as exc:
+            self._drop()
+            raise CaptureError(f"{self.path}: cannot open archive for writing: {exc}") from exc
+        return conn
+
+    @staticmethod
+    def _ensure_wal(conn: sqlite3.Connection) -> None:
+        """Switch a new file to WAL; a competing writer doing the same may hold the lock.
+
+        Changing the journal mode needs an exclusive lock and does not wait
+        for it, so when two first captures race, the loser leaves the switch
+        to the winner (its capture still serializes on BEGIN IMMEDIATE).
+        """
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.OperationalError:
+            pass
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            finally:
+                self._conn = None
+                self._initialized = False
+
+    def close(self) -> None:
+        """Close the connection; the store reopens on the next call."""
+        with self._lock:
+            self._drop()
+
+    def __enter__(self) -> ArchiveStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- capture ---------------------------------------------------------------
+
+    def capture(self, batch_key: int, records: Iterable[Record]) -> CaptureResult:
+        """Archive one batch (the sources one compaction removed), idempotently.
+
+        The same `batch_key` (the compaction's identity) returns the batch it
+        already made, and protects it from the retention pass that runs for
+        the duplicate. When there are more records than
+        `max_records_per_batch`, the newest are kept: they are the ones the
+        next turns are likeliest to need, and the summary had the whole span.
+        """
+        if isinstance(batch_key, bool) or not isinstance(batch_key, int):
+            raise CaptureError(f"batch_key must be an int, got {batch_key!r}")
+        items = list(records)
+        if not all(isinstance(r, Record) for r in items):
+            raise CaptureError("records must be Record instances from extract_records")
+        limit = max(0, int(self.config.max_records_per_batch))
+        kept = items[len(items) - limit :] if len(items) > limit else items
+        omitted = len(items) - len(kept)
+        kept = [r.cut(self.config.max_record_chars) for r in kept]
+        truncated = sum(1 for r in kept if r.truncated)
+        # Tokenize before taking the write lock: other writers need not wait for it.
+        index = [fts.index_text(r.text) for r in kept]
+        need = self._estimate_bytes(kept, index)
+        with self._lock:
+            conn = self._writer()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                if not self._initialized:
+                    self._initialize(conn)
+                row = conn.execute(
+                    "SELECT id, records, omitted, truncated FROM batches WHERE batch_key = ?",
+                    (batch_key,),
+                ).fetchone()
+                if row is not None:
+                    self._retain(conn, keep=row[0], room_for=0, need_bytes=0)
+                    conn.execute("COMMIT")
+                    return CaptureResult(row[0], row[1], row[2], row[3], duplicate=True)
+                self._retain(conn, keep=None, room_for=1, need_bytes=need)
+                batch_id = self._insert(conn, batch_key, kept, index, omitted, truncated)
+                conn.execute("COMMIT")
+            except ArchiveUnavailableError as exc:
+                self._abort(conn)
+                raise CaptureError(f"{self.path}: {exc}") from exc
+            except sqlite3.Error as exc:
+                self._abort(conn)
+                full = getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL"
+                what = "archive is full (page ceiling reached)" if full else str(exc)
+                raise CaptureError(f"{self.path}: capture rolled back: {what}") from exc
+            except BaseException:
+                self._abort(conn)
+                raise
+        return CaptureResult(batch_id, len(kept), omitted, truncated)
+
+    def _abort(self, conn: sqlite3.Connection) -> None:
+        try:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+        # A failed write may leave the connection in any state: start afresh.
+        self._drop()
+
+    def _initialize(self, conn: sqlite3.Connection) -> None:
+        """Create the schema inside the capture's transaction (races serialize on it)."""
+        if not self._check_schema(conn):
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+        self._initialized = True
+
+    def _estimate_bytes(self, records: list[Record], index: list[str]) -> int:
+        return math.ceil(
+            sum(
+                _TEXT_FACTOR * len(r.text.encode("utf-8"))
+                + _INDEX_FACTOR * len(i.encode("utf-8"))
+                + _ROW_OVERHEAD
+                for r, i in zip(records, index, strict=True)
+            )
+        )
+
+    def _free_pages(self, conn: sqlite3.Connection) -> int:
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+        return self.max_page_count - (pages - free)
+
+    def _retain(
+        self, conn: sqlite3.Connection, *, keep: int | None, room_for: int, need_bytes: int
+    ) -> None:
+        """Evict the oldest batches (never `keep`) until count and estimated size fit."""
+        limit = max(1, int(self.config.max_batches))
+        need_pages = 0
+        if need_bytes:
+            page = conn.execute("PRAGMA page_size").fetchone()[0]
+            need_pages = math.ceil(need_bytes / page) + _TABLE_PAGES
+        ids = [r[0] for r in conn.execute("SELECT id FROM batches ORDER BY id")]
+        evictable = [i for i in ids if i != keep]
+        count = len(ids)
+        while evictable and count + room_for > limit:
+            self._evict(conn, evictable.pop(0))
+            count -= 1
+        while evictable and need_pages and self._free_pages(conn) < need_pages:
+            self._evict(conn, evictable.pop(0))
+
+    def _evict(self, conn: sqlite3.Connection, batch_id: int) -> None:
+        conn.execute("DELETE FROM sources WHERE batch_id = ?", (batch_id,))
+        conn.execute(f"DROP TABLE IF EXISTS {fts_table(batch_id)}")
+        conn.execute("DELETE FROM batches WHERE id = ?", (batch_id,))
+
+    def _insert(
+        self,
+        conn: sqlite3.Connection,
+        batch_key: int,
+        records: list[Record],
+        index: list[str],
+        omitted: int,
+        truncated: int,
+    ) -> int:
+        created = self.clock().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        cur = conn.execute(
+            "INSERT INTO batches (batch_key, created, records, omitted, truncated) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (batch_key, created, len(records), omitted, truncated),
+        )
+        batch_id = int(cur.lastrowid or 0)
+        table = fts_table(batch_id)
+        conn.execute(
+            f"CREATE VIRTUAL TABLE {table} USING fts5("
+            f"tokens, content='', tokenize='{fts.FTS_TOKENIZER}')"
+        )
+        # One segment per batch: with the default 1 MB hash a large batch is
+        # flushed as several segments, and every query probes each of them.
+        conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('hashsize', ?)", (_HASH_BYTES,))
+        base = conn.execute("SELECT coalesce(max(id), 0) FROM sources").fetchone()[0] + 1
+        conn.executemany(
+            "INSERT INTO sources (id, batch_id, source_id, role, seq, truncated, echo, text) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                (
+                    base + n,
+                    batch_id,
+                    r.source_id,
+                    r.role,
+                    r.seq,
+                    int(r.truncated),
+                    int(r.echo),
+                    r.text,
+                )
+                for n, r in enumerate(records)
+            ),
+        )
+        conn.executemany(
+            f"INSERT INTO {table} (rowid, tokens) VALUES (?, ?)",
+            ((base + n, text) for n, text in enumerate(index)),
+        )
+        return batch_id
+
+    # -- reading ---------------------------------------------------------------
+
+    def _read(self, work: Callable[[sqlite3.Connection], object], empty: object) -> object:
+        """Run a read; a missing or empty archive gives `empty`, a broken one raises."""
+        with self._lock:
+            conn = self._reader()
+            if conn is None:
+                return empty
+            try:
+                if not self._initialized:
+                    # An empty file may have been initialized by a writer since.
+                    self._initialized = self._check_schema(conn)
+                    if not self._initialized:
+                        return empty
+                return work(conn)
+            except sqlite3.Error as exc:
+                self._drop()
+                raise ArchiveUnavailableError(f"{self.path}: cannot read archive: {exc}") from exc
+
+    def batches(self) -> list[BatchInfo]:
+        """Every batch still stored, oldest first (for the UI and the status layer)."""
+
+        def work(conn: sqlite3.Connection) -> list[BatchInfo]:
+            rows = conn.execute(
+                "SELECT id, batch_key, created, records, omitted, truncated "
+                "FROM batches ORDER BY id"
+            )
+            return [BatchInfo(*row) for row in rows]
+
+        return self._read(work, [])  # type: ignore[return-value]
+
+    def batch_records(self) -> dict[int, int]:
+        """Stored batch id -> record count: what status resolution checks references against."""
+        return {b.id: b.records for b in self.batches()}
+
+    def sources(self, batch_id: int) -> list[SourceSummary]:
+        """The records of one batch in capture order, without their text."""
+
+        def work(conn: sqlite3.Connection) -> list[SourceSummary]:
+            rows = conn.execute(
+                "SELECT source_id, role, seq, length(text), truncated FROM sources "
+                "WHERE batch_id = ? ORDER BY id",
+                (batch_id,),
+            )
+            return [SourceSummary(s, r, q, c, bool(t)) for s, r, q, c, t in rows]
+
+        return self._read(work, [])  # type: ignore[return-value]
+
+    def read(self, source_id: str, batch_ids: Iterable[int]) -> StoredSource | None:
+        """The source with this exact id in one of `batch_ids` (newest batch wins)."""
+        ids = sorted({int(b) for b in batch_ids}, reverse=True)
+        if not ids:
+            return None
+
+        def work(conn: sqlite3.Connection) -> StoredSource | None:
+            marks = ",".join("?" * len(ids))
+            row = conn.execute(
+                "SELECT source_id, role, seq, text, truncated, batch_id, echo FROM sources "
+                f"WHERE source_id = ? AND batch_id IN ({marks}) ORDER BY batch_id DESC LIMIT 1",
+                (source_id, *ids),
+            ).fetchone()
+            if row is None:
+                return None
+            return StoredSource(row[0], row[1], row[2], row[3], bool(row[4]), row[5], bool(row[6]))
+
+        return self._read(work, None)  # type: ignore[return-value]
+
+    def available(self, source_ids: Iterable[str], batch_ids: Iterable[int]) -> set[str]:
+        """Which of `source_ids` are stored in one of `batch_ids`."""
+        wanted = sorted(set(source_ids))
+        ids = sorted({int(b) for b in batch_ids})
+        if not wanted or not ids:
+            return set()
+
+        def work(conn: sqlite3.Connection) -> set[str]:
+            sid_marks = ",".join("?" * len(wanted))
+            bid_marks = ",".join("?" * len(ids))
+            rows = conn.execute(
+                f"SELECT DISTINCT source_id FROM sources WHERE source_id IN ({sid_marks}) "
+                f"AND batch_id IN ({bid_marks})",
+                (*wanted, *ids),
+            )
+            return {row[0] for row in rows}
+
+        return self._read(work, set())  # type: ignore[return-value]
+
+    def search(
+        self,
+        query: str,
+        *,
+        role: str | None = None,
+        batch_ids: Iterable[int],
+        limit: int = 8,
+    ) -> list[ArchiveHit]:
+        """Hits for `query` in `batch_ids` only, through FTS5 (see `query.search_batches`)."""
+        terms = fts.query_terms(query)
+        ids = sorted({int(b) for b in batch_ids}, reverse=True)
+        if not terms or not ids or limit <= 0:
+            return []
+
+        def work(conn: sqlite3.Connection) -> list[ArchiveHit]:
+            return search_batches(conn, terms, ids, role=role, limit=limit)
+
+        return self._read(work, [])  # type: ignore[return-value]
+
+
+async def capture_offloaded(
+    store: ArchiveStore, batch_key: int, records: Iterable[Record]
+) -> CaptureResult:
+    """Run `store.capture` in a worker thread; a cancellation waits for the write to end.
+
+    The thread cannot be stopped mid-transaction, so cancelling the caller
+    first drains the capture (committed or rolled back) and only then
+    re-raises CancelledError: nothing writes to the archive after the
+    cancellation has returned.
+    """
+    items = list(records)
+    task = asyncio.ensure_future(asyncio.to_thread(store.capture, batch_key, items))
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = True
+        except Exception:
+            break
+    if cancelled:
+        if not task.cancelled():
+            task.exception()  # retrieved: a failed drained capture is not "never retrieved"
+        raise asyncio.CancelledError
+    return task.result()
