@@ -79,7 +79,7 @@ def ms(seconds: float) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, default=40, help="batches to capture")
-    parser.add_argument("--chars", type=int, default=12000, help="characters per record")
+    parser.add_argument("--chars", type=int, default=10000, help="characters per record")
     parser.add_argument("--queries", type=int, default=400)
     args = parser.parse_args(argv)
 
@@ -146,7 +146,23 @@ def main(argv: list[str] | None = None) -> int:
         if first:
             print(f"capture 256 records below the ceiling: p50 {ms(statistics.median(first))}")
 
-        live = [pair for b in ids for pair in codes[b]]
+        typical: list[float] = []
+        for key in range(args.batches + 1, args.batches + 6):
+            records = []
+            for _ in range(config.max_records_per_batch):
+                seq += 1
+                text = record_text(rng, words, cum, 2000)
+                records.append(Record(source_id("user", seq, text), "user", seq, text))
+            started = time.perf_counter()
+            store.capture(key, records)
+            typical.append(time.perf_counter() - started)
+        print(
+            f"capture 256 records x 2,000 chars at the ceiling: p50 "
+            f"{ms(statistics.median(typical))}, max {ms(max(typical))}"
+        )
+        batches = store.batches()
+        ids = [b.id for b in batches]
+        live = [pair for b in ids if b in codes for pair in codes[b]]
         queries: list[tuple[str, str]] = []
         for _ in range(args.queries):
             kind = rng.random()

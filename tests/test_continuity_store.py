@@ -106,12 +106,19 @@ def test_search_sees_only_the_given_batches_and_role(path: Path) -> None:
     store.close()
 
 
-def test_all_term_hits_come_before_partial_ones(path: Path) -> None:
+def test_partial_matches_only_when_no_source_holds_every_term(path: Path) -> None:
     store = ArchiveStore(path, cfg())
-    store.capture(1, [rec(1, "deploy script for staging")])
+    store.capture(1, [rec(1, "deploy script for staging"), rec(4, "staging deploy rollback")])
     store.capture(2, [rec(2, "deploy only"), rec(3, "unrelated")])
     hits = store.search("deploy staging", batch_ids=[1, 2])
-    assert [(h.seq, h.every) for h in hits] == [(1, True), (2, False)]
+    assert [(h.seq, h.every) for h in hits] == [(1, True), (4, True)] or [
+        (h.seq, h.every) for h in hits
+    ] == [(4, True), (1, True)]
+    partial = store.search("deploy staging rollback", batch_ids=[1, 2])
+    assert [(h.seq, h.every) for h in partial] == [(4, True)]
+    some = store.search("deploy unrelated", batch_ids=[1, 2])
+    assert {h.seq for h in some} == {1, 2, 3, 4} and not any(h.every for h in some)
+    assert store.search("deploy unrelated", batch_ids=[1, 2], partial=False) == []
     store.close()
 
 

@@ -557,3 +557,22 @@ def test_thread_deletion_removes_the_archive(home: Path) -> None:
     assert archive_path(thread.dir).exists()
     delete_thread(home, USER, "t1")
     assert not thread.dir.exists()
+
+
+async def test_partial_matches_rank_by_terms_held_when_none_holds_all(home: Path) -> None:
+    thread = new_thread(home)
+    thread.log.append(k.USER_MESSAGE, text="alpha beta gamma")
+    thread.log.append(k.USER_MESSAGE, text="alpha only")
+    store = store_for(thread)
+    compact(thread.log, store)
+    thread.log.append(k.USER_MESSAGE, text="beta here")
+    ctx = context(thread, store)
+    found = await call(ctx, "history_search", {"query": "alpha beta gamma delta"})
+    assert [r["excerpt"] for r in found["results"]] == [
+        "alpha beta gamma",
+        "beta here",
+        "alpha only",
+    ]
+    assert {r["matched"] for r in found["results"]} == {"some"}
+    exact = await call(ctx, "history_search", {"query": "alpha beta"})
+    assert [r["excerpt"] for r in exact["results"]] == ["alpha beta gamma"]

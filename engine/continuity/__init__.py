@@ -4,7 +4,8 @@ Modules, each holding one concern:
 
 - `extract`: what a source is (`extract_records`), shared by capture and active search.
 - `fts`: tokens (casefolded words, CJK bigrams) and safe FTS5 queries.
-- `store`: the SQLite archive (`ArchiveStore`), capture with retention, FTS search.
+- `store`: the SQLite archive (`ArchiveStore`): schema, capture with retention, reads.
+- `query`: searching the per-batch FTS5 tables of the archive.
 - `status`: archive references in the log, scope binding, status resolution.
 - `search`: `HistoryView`, the active history plus reachable batches, for every reader.
 - `notes`: the notebook as log events, normalized on every write and read.

@@ -10,7 +10,8 @@ store.py). A search runs in one read transaction and, per tier:
    matches than places left is ranked by FTS5 (`ORDER BY rank`, bm25); a
    batch with few is fetched directly. It stops once enough originals are in.
 
-Tiers: sources holding every term first, then sources holding some terms.
+Tiers: sources holding every term; only when no original holds them all,
+sources holding some terms (bm25 favours those holding more and rarer ones).
 Continuity-tool echoes (copies of other sources) are kept aside and only fill
 places the originals leave. Every lookup goes through FTS5 or a primary key;
 no statement scans the stored text.
@@ -55,8 +56,13 @@ def search_batches(
     *,
     role: str | None,
     limit: int,
+    partial: bool = True,
 ) -> list[ArchiveHit]:
-    """Up to `limit` hits from `batch_ids` (newest first), originals before echoes."""
+    """Up to `limit` hits from `batch_ids` (newest first), originals before echoes.
+
+    Sources holding only some of the terms are searched for only when no
+    original holds them all (and `partial` allows it).
+    """
     conn.execute("BEGIN")
     try:
         present = _present(conn, batch_ids)
@@ -64,7 +70,7 @@ def search_batches(
         echoes: list[tuple] = []
         seen: set[int] = set()
         for every in (True, False) if len(terms) > 1 else (True,):
-            if len(originals) >= limit or not present:
+            if not present or (not every and (originals or not partial)):
                 break
             expression = fts.fts_query(terms, every=every)
             probe = _probe(conn, expression, present, limit)

@@ -153,10 +153,11 @@ class HistoryView:
     def search(self, query: str, role: str | None = None) -> dict[str, Any]:
         """The `history_search` result: at most 8 excerpts of 600 characters.
 
-        Sources holding every query term come first (active history newest
-        first, then the archive newest batch first), then sources holding the
-        most terms, newest first. Continuity-tool echoes (earlier searches,
-        reads and notes: copies of other sources) follow the originals.
+        Sources holding every query term (active history newest first, then
+        the archive newest batch first). Only when no original holds every
+        term: sources holding the most terms, newest first. Continuity-tool
+        echoes (earlier searches, reads and notes: copies of other sources)
+        follow the originals.
         """
         terms = fts.query_terms(query)
         result = self._status_fields()
@@ -187,7 +188,11 @@ class HistoryView:
         if self.store is not None and len(buckets[(False, True)]) < SEARCH_LIMIT:
             try:
                 archived = self.store.search(
-                    query, role=role, batch_ids=self.resolution.reachable, limit=SEARCH_LIMIT
+                    query,
+                    role=role,
+                    batch_ids=self.resolution.reachable,
+                    limit=SEARCH_LIMIT,
+                    partial=not buckets[(False, True)],
                 )
             except ArchiveError as exc:
                 self._store_error = str(exc)
@@ -210,6 +215,10 @@ class HistoryView:
                 found.echo,
             )
             buckets[(found.echo, found.every)].append(hit)
+        if buckets[(False, True)]:
+            # Some original holds every term: partial matches would be noise.
+            buckets[(False, False)] = []
+            buckets[(True, False)] = []
         chosen: list[_Hit] = []
         seen: set[str] = set()
         for echo in (False, True):

@@ -5,12 +5,14 @@ Layout (schema version 1, `PRAGMA user_version`):
 - `batches`: one row per capture (one successful compaction). Ids come from
   AUTOINCREMENT, so an evicted batch's id is never reused and an old log
   reference can never point at a newer batch.
-- `sources`: one row per record, with its text, role, seq and truncated flag.
+- `sources`: one row per record: its text, role, seq, and the truncated and
+  echo (continuity-tool traffic) flags.
 - `fts_<batch id>`: a contentless FTS5 table per batch over the record's
   index text (see `fts.index_text`). Evicting a batch drops its table, which
   frees its pages at once, so eviction makes room inside the same transaction
   (a shared FTS table would only gain tombstones). Searching a batch is a
-  query on its own table: a position that cannot reach a batch cannot query it.
+  query on its own table: a position that cannot reach a batch cannot query it
+  (query.py holds the search itself).
 
 Every capture is one `BEGIN IMMEDIATE` transaction: competing captures (two
 threads, two processes) serialize their retention decisions. Inside it, the
@@ -512,15 +514,20 @@ class ArchiveStore:
         role: str | None = None,
         batch_ids: Iterable[int],
         limit: int = 8,
+        partial: bool = True,
     ) -> list[ArchiveHit]:
-        """Hits for `query` in `batch_ids` only, through FTS5 (see `query.search_batches`)."""
+        """Hits for `query` in `batch_ids` only, through FTS5 (see `query.search_batches`).
+
+        `partial=False` never returns sources holding only some of the terms
+        (the caller already has sources holding all of them).
+        """
         terms = fts.query_terms(query)
         ids = sorted({int(b) for b in batch_ids}, reverse=True)
         if not terms or not ids or limit <= 0:
             return []
 
         def work(conn: sqlite3.Connection) -> list[ArchiveHit]:
-            return search_batches(conn, terms, ids, role=role, limit=limit)
+            return search_batches(conn, terms, ids, role=role, limit=limit, partial=partial)
 
         return self._read(work, [])  # type: ignore[return-value]
 

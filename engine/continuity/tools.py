@@ -46,6 +46,8 @@ from engine.continuity.search import (
 )
 from engine.continuity.status import scope_binding
 from engine.continuity.store import ArchiveStore
+from engine.log import SessionLog
+from engine.surface import Surface
 from engine.tools import Tool
 
 Event = dict[str, Any]
@@ -108,8 +110,8 @@ class ContinuityContext:
     @classmethod
     def for_log(
         cls,
-        log: Any,
-        surface: Any,
+        log: SessionLog,
+        surface: Surface,
         store: ArchiveStore | None,
         *,
         user_id: str,
