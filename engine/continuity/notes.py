@@ -80,6 +80,7 @@ def check_source_ids(source_ids: Any) -> list[str]:
 
 
 def is_deletion(content: str) -> bool:
+    """Blank content deletes: the model has one verb (task_note) for all three actions."""
     return not content.strip()
 
 

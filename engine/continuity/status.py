@@ -229,8 +229,3 @@ def resolve_scan(
     else:
         status = "available"
     return Resolution(status, tuple(reachable), tuple(expired), scan.failure, omitted)
-
-
-def needs_store(scan: HistoryScan) -> bool:
-    """Whether resolving this scan needs the store at all (own references exist)."""
-    return bool(scan.refs)

@@ -81,6 +81,7 @@ class Snapshot:
     index: ActiveIndex = field(default_factory=ActiveIndex)
 
     def view(self) -> HistoryView:
+        """Resolve and open the history (blocking: may read the archive)."""
         return HistoryView.open(self.events, self.scope, self.active, self.store, self.index)
 
 
@@ -105,6 +106,7 @@ class ContinuityContext:
 
     @property
     def scope(self) -> str:
+        """The binding every archive reference of this thread must carry."""
         return scope_binding(self.user_id, self.thread_id)
 
     @classmethod
@@ -386,6 +388,7 @@ def _escaped_json(payload: Any) -> str:
 
 
 def notebook_payload(snapshot: Snapshot) -> dict[str, Any]:
+    """The data the notebook message carries (tagged so it reads as a data record)."""
     return {"type": "task_continuity", **notebook_report(snapshot)}
 
 
@@ -409,6 +412,7 @@ def notebook_message(context: ContinuityContext) -> Message:
 
 
 async def notebook_message_async(context: ContinuityContext) -> Message:
+    """`notebook_message` with the archive work in a worker thread."""
     snapshot = context.snapshot()
     return await asyncio.to_thread(notebook_message_from, snapshot)
 
