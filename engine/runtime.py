@@ -12,6 +12,15 @@ from pathlib import Path
 from engine.commands import CommandError, CommandRegistry
 from engine.compaction import CompactionError, CompactService
 from engine.config import Config
+from engine.continuity import (
+    AUTHORITY_CONTRACT,
+    ArchiveStore,
+    ContinuityContext,
+    archive_path,
+    build_tools,
+    context_builder,
+)
+from engine.continuity.capture import capture_hook
 from engine.driver import Driver
 from engine.model import ModelClient
 from engine.session import Thread
@@ -44,6 +53,33 @@ def open_thread(
     return Thread.resume(home, config.user_id, thread_id)
 
 
+def _attach_continuity(
+    config: Config,
+    thread: Thread,
+    driver: Driver,
+    compaction: CompactService,
+    *,
+    tools: bool | None,
+) -> ContinuityContext:
+    """Archive capture on every compaction; notes and history tools for the model.
+
+    With tools off (a model without native tool calls) capture and the
+    inspector still work; only the three tools are not offered.
+    """
+    store = ArchiveStore(archive_path(thread.dir), config.task_continuity)
+    context = ContinuityContext.for_log(
+        thread.log, driver.surface, store, user_id=thread.user_id, thread_id=thread.id
+    )
+    compaction.capture = capture_hook(context)
+    offer_tools = tools if tools is not None else config.model.tools != "off"
+    if offer_tools:
+        for tool in build_tools(context):
+            driver.tools.add(tool)
+        driver.system_prompt = f"{driver.system_prompt}\n\n{AUTHORITY_CONTRACT}"
+        driver.context = context_builder(context)
+    return context
+
+
 @dataclass
 class Runtime:
     config: Config
@@ -53,6 +89,7 @@ class Runtime:
     driver: Driver
     commands: CommandRegistry
     compaction: CompactService
+    continuity: ContinuityContext | None
     notices: list[str] = field(default_factory=list)
 
     @classmethod
@@ -69,7 +106,13 @@ class Runtime:
 
     @classmethod
     def assemble(
-        cls, config: Config, home: Path, thread: Thread, *, model: ModelClient | None = None
+        cls,
+        config: Config,
+        home: Path,
+        thread: Thread,
+        *,
+        model: ModelClient | None = None,
+        tools: bool | None = None,
     ) -> Runtime:
         """Build the runtime around an opened thread (cheap: no file I/O)."""
         client = model or make_model(config)
@@ -79,8 +122,11 @@ class Runtime:
         driver = Driver(
             thread.log, client, tools=ToolBox(), system_prompt=SYSTEM_PROMPT, hooks=compaction
         )
+        continuity = None
+        if config.task_continuity.enabled:
+            continuity = _attach_continuity(config, thread, driver, compaction, tools=tools)
         commands = CommandRegistry(thread.log)
-        runtime = cls(config, home, thread, client, driver, commands, compaction)
+        runtime = cls(config, home, thread, client, driver, commands, compaction, continuity)
         runtime._register_commands()
         if thread.log.torn_report:
             runtime.notices.append(thread.log.torn_report)
@@ -104,6 +150,8 @@ class Runtime:
     async def aclose(self) -> None:
         await self.driver.aclose()
         await self.model.aclose()
+        if self.continuity is not None and self.continuity.store is not None:
+            self.continuity.store.close()
         try:
             self.thread.log.flush()
         except OSError as exc:

@@ -131,5 +131,60 @@ def delete_thread(home: Path, user_id: str, thread_id: str) -> None:
     shutil.rmtree(directory)
 
 
-def count_events(path: Path) -> int:
-    return len(read_events(path).events)
+def fork_thread(
+    home: Path, user_id: str, thread_id: str, *, upto: int | None = None, new_id: str | None = None
+) -> str:
+    """A new thread with the parent's messages and notes, but not its archive.
+
+    The fork starts with `session/fork`; the messages are copied as the
+    parent's surface (checkpoints included), and its notes as note writes.
+    No archive reference is copied, so inherited citations read as
+    unavailable until they are verified again in the fork.
+    """
+    from engine.continuity.extract import hidden_seqs
+    from engine.continuity.notes import note_event, notebook_at
+    from engine.surface import Surface
+
+    source = thread_dir(home, user_id, thread_id) / LOG_NAME
+    if not source.is_file():
+        raise ThreadNotFoundError(f"no thread {thread_id!r} for user {user_id!r}")
+    events = read_events(source).events
+    if upto is not None:
+        events = events[:upto]
+    hidden = hidden_seqs(events)
+    fork = Thread.create(home, user_id, new_id)
+    log = fork.log
+    try:
+        log.append(k.SESSION_FORK, from_thread=thread_id, from_seq=len(events))
+        for entry in Surface.from_events(events).entries:
+            message = entry.message
+            if entry.role == "user":
+                fields: dict[str, object] = {"text": message.get("content", "")}
+                if entry.checkpoint:
+                    fields["checkpoint"] = {"forked_from": entry.seq}
+                elif entry.seq in hidden:
+                    fields["source"] = "inject"
+                log.append(k.USER_MESSAGE, **fields)
+            elif entry.role == "assistant":
+                calls = [
+                    {
+                        "id": call["id"],
+                        "name": call["function"]["name"],
+                        "arguments": call["function"]["arguments"],
+                    }
+                    for call in message.get("tool_calls", ())
+                ]
+                log.append(
+                    k.ASSISTANT_MESSAGE, content=message.get("content", ""), tool_calls=calls
+                )
+            elif entry.role == "tool":
+                log.append(
+                    k.TOOL_RESULT, call_id=message.get("tool_call_id"), content=message["content"]
+                )
+        for note in notebook_at(events):
+            kind, fields = note_event(note["key"], note["content"], note.get("source_ids"))
+            log.append(kind, **fields)
+        log.flush()
+    finally:
+        fork.close()
+    return fork.id

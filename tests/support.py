@@ -43,3 +43,12 @@ def echo_tool() -> Tool:
         {"type": "object", "properties": {"text": {"type": "string"}}},
         handler,
     )
+
+
+def chat_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """A request's conversation: without the system message and the hidden data message."""
+    return [
+        m
+        for m in request["messages"]
+        if m["role"] != "system" and not str(m.get("content", "")).startswith("[TASK-CONTINUITY")
+    ]

@@ -20,6 +20,7 @@ from engine import log as k
 from engine.log import Event, read_events
 from tests import scripted_server as s
 from tests.scripted_server import ScriptedServer
+from tests.support import chat_messages
 
 REPO = Path(__file__).resolve().parent.parent
 TIMEOUT = 30
@@ -206,7 +207,7 @@ def test_plain_resumes_a_thread_too(env: Env, server: ScriptedServer) -> None:
     assert result.returncode == 0, result.stderr
     _, events = _only_log(env.home)
     assert [e["kind"] for e in events].count(k.END_SEED) == 1
-    assert [m["content"] for m in server.requests[1]["messages"] if m["role"] == "user"] == [
+    assert [m["content"] for m in chat_messages(server.requests[1]) if m["role"] == "user"] == [
         "q1",
         "q2",
     ]

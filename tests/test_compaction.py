@@ -15,7 +15,7 @@ from engine.log import SessionLog
 from engine.runtime import Runtime
 from engine.session import Thread
 from tests import scripted_server as s
-from tests.support import client_for, kinds, of_kind
+from tests.support import chat_messages, client_for, kinds, of_kind
 
 
 def config(server, **compaction: Any):
@@ -85,13 +85,15 @@ async def test_manual_compaction_replaces_old_turns_with_a_checkpoint(tmp_path, 
     assert summary["raw"] == "<summary>They said one, two, three.</summary>"
     assert summary["usage"] == {"x": 1}
     assert summary["model"] == "scripted-model"
-    assert summary["replaced"] == [e.seq for e in []] or len(summary["replaced"]) == 6
+    originals = [e["seq"] for e in events if e["kind"] in (k.USER_MESSAGE, k.ASSISTANT_MESSAGE)]
+    assert summary["replaced"] == originals[:6]
     assert rt.thread.log.flushes == [end["seq"]]  # flushed once, right after the close
     await chat(rt, "four")
     request = server.requests[-1]["messages"]
     assert request[0]["role"] == "system"
-    assert request[1]["content"].startswith("[Checkpoint")
-    assert [m["content"] for m in request[2:]] == ["four"]
+    chat_part = chat_messages(server.requests[-1])
+    assert chat_part[0]["content"].startswith("[Checkpoint")
+    assert [m["content"] for m in chat_part[1:]] == ["four"]
     assert "one" not in [m["content"] for m in request]
     # The summary request carried the old turns and no tools.
     summary_request = server.requests[3]
@@ -141,7 +143,7 @@ async def test_seed_scenario_queued_prompt_and_injection(tmp_path, server):
     assert end["seq"] < turn_start["seq"] and turn_start["items"] == [queued]
     assert rt.thread.log.flushes and rt.thread.log.flushes[0] < turn_start["seq"]
     # Derived order: checkpoint → injection → queued prompt (and its reply).
-    contents = [m["content"] for m in server.requests[-1]["messages"][1:]]
+    contents = [m["content"] for m in chat_messages(server.requests[-1])]
     assert contents[0].startswith("[Checkpoint")
     assert contents[1:] == ["injected context", "queued prompt"]
     assert injected < end["seq"]
@@ -219,7 +221,7 @@ async def test_overflow_compacts_then_retries_once(tmp_path, server):
     assert bracket(events) == [k.COMPACT_START, k.COMPACT_SUMMARY, k.COMPACT_END]
     assert of_kind(events, k.COMPACT_START)[0]["turn"] == 2
     assert of_kind(events, k.ASSISTANT_MESSAGE)[-1]["content"] == "answer after retry"
-    assert server.requests[-1]["messages"][1]["content"].startswith("[Checkpoint")
+    assert chat_messages(server.requests[-1])[0]["content"].startswith("[Checkpoint")
     await rt.aclose()
 
 

@@ -28,7 +28,6 @@ The class is synchronous; callers run it off the event loop
 
 from __future__ import annotations
 
-import asyncio
 import math
 import sqlite3
 import threading
@@ -41,6 +40,7 @@ from engine.config import TaskContinuityConfig
 from engine.continuity import fts
 from engine.continuity.extract import Record
 from engine.continuity.query import ArchiveHit, fts_table, search_batches
+from engine.offload import run_drained
 
 MAX_PAGE_COUNT = 32768
 SCHEMA_VERSION = 1
@@ -542,18 +542,4 @@ async def capture_offloaded(
     re-raises CancelledError: nothing writes to the archive after the
     cancellation has returned.
     """
-    items = list(records)
-    task = asyncio.ensure_future(asyncio.to_thread(store.capture, batch_key, items))
-    cancelled = False
-    while not task.done():
-        try:
-            await asyncio.shield(task)
-        except asyncio.CancelledError:
-            cancelled = True
-        except Exception:
-            break
-    if cancelled:
-        if not task.cancelled():
-            task.exception()  # retrieved: a failed drained capture is not "never retrieved"
-        raise asyncio.CancelledError
-    return task.result()
+    return await run_drained(store.capture, batch_key, list(records))

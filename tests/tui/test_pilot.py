@@ -6,7 +6,7 @@ import asyncio
 
 from engine import log as k
 from tests import scripted_server as s
-from tests.support import of_kind
+from tests.support import chat_messages, of_kind
 from tests.tui.conftest import say, settle, type_text
 from tui.widgets.chat_message import Notice
 from tui.widgets.prompt_input import PromptInput
@@ -46,7 +46,7 @@ async def test_seed_scenario_through_the_tui(app_factory, server):
         assert end["seq"] < turn["seq"]
         queued = [e for e in events if e["kind"] == k.INBOX_QUEUED][-1]
         assert turn["items"] == [queued["seq"]]  # the original id
-        contents = [m["content"] for m in server.requests[-1]["messages"][1:]]
+        contents = [m["content"] for m in chat_messages(server.requests[-1])]
         assert contents[0].startswith("[Checkpoint")
         assert contents[1:] == ["injected context", "queued prompt"]
         runs = [e for e in events if e["kind"] in (k.COMMAND_RUN, k.COMMAND_DONE)]
