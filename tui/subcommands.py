@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from pathlib import Path
 
 from engine.config import Config
@@ -21,7 +23,34 @@ def list_threads_command(config: Config, home: Path) -> int:
 
 
 def archive_command(args: argparse.Namespace, config: Config, home: Path) -> int:
-    import sys
+    """history search / history read / notes: exactly the tool's JSON with --json."""
+    from engine.continuity.cli import (
+        cli_notes,
+        cli_read,
+        cli_search,
+        render_notes,
+        render_read,
+        render_search,
+    )
+    from engine.session import ThreadNotFoundError, latest_thread
 
-    print("trove: the task-continuity archive is not available in this build", file=sys.stderr)
-    return 1
+    thread_id = args.thread or latest_thread(home, config.user_id)
+    if thread_id is None:
+        raise ThreadNotFoundError(f"no threads for user {config.user_id!r} in {home}")
+    if args.command == "notes":
+        result = cli_notes(home, config.user_id, thread_id)
+        render = render_notes
+    elif args.history_command == "search":
+        result = cli_search(home, config.user_id, thread_id, args.query, args.role)
+        render = render_search
+    else:
+        if args.offset < 0:
+            print("trove: --offset must be 0 or more", file=sys.stderr)
+            return 2
+        result = cli_read(home, config.user_id, thread_id, args.source_id, args.offset)
+        render = render_read
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False))
+    else:
+        print(render(result))
+    return 1 if result.get("status") == "error" else 0

@@ -1,0 +1,151 @@
+"""Issue 4's end-to-end contract: after a real /compact, the CLI finds and reads the originals."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from engine import log as k
+from engine.config import parse_config
+from engine.continuity import ArchiveStore, archive_path
+from engine.continuity.cli import cli_notes
+from engine.log import read_events
+from engine.runtime import Runtime
+from engine.session import fork_thread
+from tests import scripted_server as s
+from tests.support import client_for, of_kind
+from tests.test_cli import Env, env, trove  # noqa: F401  (env is a fixture)
+
+CODE = "ZX-4471-QK"
+CHINESE = "会议改在北京饭店举行"
+
+
+def _compact_session(where: Env, server) -> None:
+    server.script(
+        s.text("Noted."),
+        s.text("好的。"),
+        s.text("A summary that leaves the exact code and place out."),
+    )
+    lines = f"The deploy code is {CODE} for tonight.\n请记住：{CHINESE}。\n/compact\n"
+    result = trove("--plain", *where.common, stdin=lines)
+    assert result.returncode == 0, result.stderr
+
+
+def test_exact_code_and_chinese_phrase_after_compact(env: Env, server):  # noqa: F811
+    _compact_session(env, server)
+    found = trove("history", "search", CODE, "--json", *env.common)
+    assert found.returncode == 0, found.stderr
+    result = json.loads(found.stdout)
+    assert result["status"] == "available"
+    hit = result["results"][0]
+    assert CODE in hit["excerpt"] and hit["role"] == "user" and hit["batch"] is not None
+    page = json.loads(trove("history", "read", hit["id"], "--json", *env.common).stdout)
+    assert page["text"] == f"The deploy code is {CODE} for tonight."
+    assert page["next_offset"] is None and page["truncated"] is False
+    chinese = json.loads(trove("history", "search", "北京饭店", "--json", *env.common).stdout)
+    assert chinese["status"] == "available"
+    read = json.loads(
+        trove("history", "read", chinese["results"][0]["id"], "--json", *env.common).stdout
+    )
+    assert read["text"] == f"请记住：{CHINESE}。"
+    # The checkpoint replaced them in the model's view; only the archive holds them.
+    logs = list((env.home / "users" / "local" / "threads").glob("*/session.jsonl"))
+    events = read_events(logs[0]).events
+    end = of_kind(events, k.COMPACT_END)[-1]
+    assert isinstance(end["archive"]["batch"], int) and len(end["archive"]["scope"]) == 32
+
+
+def test_search_read_note_turn_then_trove_notes(env: Env, server):  # noqa: F811
+    _compact_session(env, server)
+    found = json.loads(trove("history", "search", CODE, "--json", *env.common).stdout)
+    source = found["results"][0]["id"]
+    server.script(
+        s.tool_calls([("history_search", {"query": CODE})]),
+        s.tool_calls([("history_read", {"source_id": source})]),
+        s.tool_calls(
+            [("task_note", {"key": "deploy-code", "content": CODE, "source_ids": [source]})]
+        ),
+        s.text(f"The code is {CODE}."),
+    )
+    result = trove("--plain", *env.common, "--thread", _thread(env), stdin="What was the code?\n")
+    assert result.returncode == 0, result.stderr
+    events = read_events(next((env.home / "users" / "local" / "threads").glob("*/session.jsonl")))
+    results = of_kind(events.events, k.TOOL_RESULT)
+    assert [r["name"] for r in results] == ["history_search", "history_read", "task_note"]
+    assert all(json.loads(r["content"]).get("status") != "error" for r in results)
+    notes = trove("notes", *env.common)
+    assert notes.returncode == 0
+    assert f"deploy-code: {CODE}" in notes.stdout
+    assert f"cites {source} (available)" in notes.stdout
+
+
+def _thread(where: Env) -> str:
+    return next((where.home / "users" / "local" / "threads").iterdir()).name
+
+
+def _config(server, **continuity) -> object:
+    return parse_config(
+        {
+            "model": {"base_url": server.base_url, "api_key": "k", "max_retries": 0},
+            "compaction": {"keep_recent_tokens": 0},
+            "task_continuity": continuity,
+        },
+        source="test",
+        env={},
+    )
+
+
+async def test_disabled_continuity_creates_no_file_and_offers_no_tools(tmp_path: Path, server):
+    rt = Runtime.open(_config(server, enabled=False), tmp_path, model=client_for(server))
+    for prompt in ("one", "two"):
+        rt.driver.send(prompt)
+        await asyncio.wait_for(rt.driver.when_idle(), 5)
+    assert (await rt.commands.run("/compact")).ok
+    assert not archive_path(rt.thread.dir).exists()
+    assert "tools" not in server.requests[0]
+    assert "archive" not in of_kind(rt.thread.log.events, k.COMPACT_END)[-1]
+    await rt.aclose()
+
+
+async def test_storage_failure_keeps_the_summary(tmp_path: Path, server):
+    rt = Runtime.open(_config(server), tmp_path, model=client_for(server))
+    for prompt in ("one", "two"):
+        rt.driver.send(prompt)
+        await asyncio.wait_for(rt.driver.when_idle(), 5)
+    (rt.thread.dir / "task-history").write_text("not a directory")  # unwritable archive
+    result = await rt.commands.run("/compact")
+    assert result.ok and "could not store the originals" in result.text
+    end = of_kind(rt.thread.log.events, k.COMPACT_END)[-1]
+    assert "error" not in end and end["archive"]["status"] == "unavailable"
+    assert rt.driver.surface.entries[0].checkpoint
+    await rt.aclose()
+
+
+async def test_fork_copies_messages_and_notes_but_not_the_archive(tmp_path: Path, server):
+    rt = Runtime.open(_config(server), tmp_path, model=client_for(server))
+    for prompt in (f"code {CODE}", "two"):
+        rt.driver.send(prompt)
+        await asyncio.wait_for(rt.driver.when_idle(), 5)
+    assert (await rt.commands.run("/compact")).ok
+    store = ArchiveStore(archive_path(rt.thread.dir), rt.config.task_continuity, readonly=True)
+    source = store.sources(1)[0].source_id
+    store.close()
+    from engine.continuity.notes import write_note
+
+    write_note(rt.thread.log.append, "code", CODE, [source])
+    parent = rt.thread.id
+    messages = rt.driver.surface.messages()
+    await rt.aclose()
+    child = fork_thread(tmp_path, "local", parent)
+    child_dir = tmp_path / "users" / "local" / "threads" / child
+    assert not (child_dir / "task-history").exists()
+    forked = Runtime.open(_config(server), tmp_path, thread_id=child, model=client_for(server))
+    assert forked.driver.surface.messages() == messages
+    report = cli_notes(tmp_path, "local", child)
+    assert report["notes"][0]["content"] == CODE
+    assert report["notes"][0]["citations"][0]["status"] == "unavailable"
+    assert cli_notes(tmp_path, "local", parent)["notes"][0]["citations"][0]["status"] == (
+        "available"
+    )
+    await forked.aclose()
