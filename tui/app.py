@@ -28,7 +28,7 @@ from engine.commands import CommandError, is_command
 from engine.config import Config
 from engine.log import Event
 from engine.runtime import Runtime, open_thread
-from engine.session import list_threads
+from engine.session import fork_thread, list_threads
 from tui.messages import OpenBatch, PromptSubmitted, QueueItemEdit, QueueItemRemove
 from tui.screens.help import HelpScreen
 from tui.screens.threads import ThreadsScreen
@@ -401,6 +401,17 @@ class TroveApp(App[int]):
         async def _help(args: str) -> str:
             self.call_later(self.action_help)
             return registry.help_text()
+
+        @registry.add("fork", "copy this thread's messages and notes into a new thread")
+        async def _fork(args: str) -> str:
+            child = await asyncio.to_thread(
+                fork_thread, self.home, self.config.user_id, runtime.thread.id
+            )
+            self.call_later(self.switch_thread, child)
+            return (
+                f"Forked into thread {child}. The archive stays with the parent, so notes' "
+                "citations show as unavailable there until checked again."
+            )
 
         @registry.add("export", "write the thread as Markdown and JSON")
         async def _export(args: str) -> str:

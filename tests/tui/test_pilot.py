@@ -195,3 +195,24 @@ async def test_history_recall_with_up(app_factory, server):
         assert app.query_one(PromptInput).text == "earlier prompt"
         await pilot.press("down")
         assert app.query_one(PromptInput).text == ""
+
+
+async def test_fork_and_export(app_factory, server, tmp_path):
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        await say(pilot, "worth keeping")
+        parent = app.runtime.thread.id
+        await say(pilot, "/fork")
+        await settle(pilot)
+        child = app.runtime.thread.id
+        assert child != parent
+        assert [m["content"] for m in app.runtime.driver.surface.messages()] == [
+            "worth keeping",
+            "echo: worth keeping",
+        ]
+        await say(pilot, "/export")
+        exported = sorted(p.name for p in (tmp_path / "home" / "exports").iterdir())
+        assert exported == [f"{child}.json", f"{child}.md"]
+        text = (tmp_path / "home" / "exports" / f"{child}.md").read_text()
+        assert "worth keeping" in text
