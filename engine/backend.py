@@ -98,9 +98,10 @@ class Backend:
     """The chosen model backend and its capabilities.
 
     ``label`` is for the header; ``message`` explains ``kind="none"`` in one
-    line (how to configure a model). ``context_window`` is what compaction must
-    budget against: for the local model that is ``local.context``, not
-    ``model.context_window``, since the server was started with that size.
+    line (how to configure a model). ``context_window`` is the prompt budget
+    compaction measures against: for the local model that is ``local.context``
+    (the size the server is started with, not ``model.context_window``) less the
+    reply cap, because llama.cpp must fit prompt and reply in that one window.
     """
 
     kind: BackendKind
@@ -212,7 +213,7 @@ def _local_backend(config: Config, path: Path) -> Backend:
         # SmolLM2 and most small GGUFs emit no native tool calls: only `on` offers tools.
         tools_enabled=m.tools == "on",
         max_tokens=max_tokens,
-        context_window=local.context,
+        context_window=max(local.context - max_tokens, local.context // 2),
         model_name=settings.alias,
         local=settings,
         config=config,

@@ -235,7 +235,7 @@ def test_tools_capability_per_backend(extra: Path, tools: str, local: bool, remo
 def test_local_always_caps_replies_and_uses_the_local_context(extra: Path) -> None:
     b = choose_backend(cfg({"local": {"context": 2048}}), {})
     assert b.max_tokens == DEFAULT_LOCAL_MAX_TOKENS
-    assert b.context_window == 2048
+    assert b.context_window == 2048 - DEFAULT_LOCAL_MAX_TOKENS  # prompt and reply share it
     assert b.local is not None and b.local.context == 2048
     assert b.local.threads == default_threads()
 
@@ -243,6 +243,7 @@ def test_local_always_caps_replies_and_uses_the_local_context(extra: Path) -> No
 def test_local_default_cap_fits_a_small_context(extra: Path) -> None:
     b = choose_backend(cfg({"local": {"context": 256}}), {})
     assert b.max_tokens == 64
+    assert b.context_window == 192
 
 
 def test_local_honours_configured_max_tokens_and_threads(extra: Path) -> None:
