@@ -6,9 +6,11 @@ builds the same Runtime, so they cannot drift apart in behaviour.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.backend import Backend, choose_backend
 from engine.commands import CommandError, CommandRegistry
 from engine.compaction import CompactionError, CompactService
 from engine.config import Config
@@ -33,15 +35,8 @@ SYSTEM_PROMPT = (
 
 
 def make_model(config: Config) -> ModelClient:
-    m = config.model
-    return ModelClient(
-        base_url=m.base_url,
-        api_key=m.api_key,
-        model=m.name,
-        max_retries=m.max_retries,
-        timeout=m.timeout,
-        max_tokens=m.max_tokens,
-    )
+    """The client for the backend the config and environment select."""
+    return choose_backend(config, os.environ).make_client()
 
 
 def open_thread(
@@ -91,6 +86,7 @@ class Runtime:
     compaction: CompactService
     continuity: ContinuityContext | None
     notices: list[str] = field(default_factory=list)
+    backend: Backend | None = None
 
     @classmethod
     def open(
@@ -100,9 +96,12 @@ class Runtime:
         *,
         thread_id: str | None = None,
         model: ModelClient | None = None,
+        backend: Backend | None = None,
     ) -> Runtime:
         """Open (or resume) a thread; must run inside the event loop."""
-        return cls.assemble(config, home, open_thread(config, home, thread_id), model=model)
+        return cls.assemble(
+            config, home, open_thread(config, home, thread_id), model=model, backend=backend
+        )
 
     @classmethod
     def assemble(
@@ -113,12 +112,16 @@ class Runtime:
         *,
         model: ModelClient | None = None,
         tools: bool | None = None,
+        backend: Backend | None = None,
     ) -> Runtime:
         """Build the runtime around an opened thread (cheap: no file I/O)."""
-        client = model or make_model(config)
-        compaction = CompactService(
-            client, config.compaction, context_window=config.model.context_window
-        )
+        if backend is None and model is None:
+            backend = choose_backend(config, os.environ)
+        client = model or backend.make_client()
+        if tools is None and backend is not None:
+            tools = backend.tools_enabled
+        window = backend.context_window if backend is not None else config.model.context_window
+        compaction = CompactService(client, config.compaction, context_window=window)
         driver = Driver(
             thread.log, client, tools=ToolBox(), system_prompt=SYSTEM_PROMPT, hooks=compaction
         )
@@ -126,7 +129,9 @@ class Runtime:
         if config.task_continuity.enabled:
             continuity = _attach_continuity(config, thread, driver, compaction, tools=tools)
         commands = CommandRegistry(thread.log)
-        runtime = cls(config, home, thread, client, driver, commands, compaction, continuity)
+        runtime = cls(
+            config, home, thread, client, driver, commands, compaction, continuity, backend=backend
+        )
         runtime._register_commands()
         if thread.log.torn_report:
             runtime.notices.append(thread.log.torn_report)
@@ -135,7 +140,14 @@ class Runtime:
     def _register_commands(self) -> None:
         @self.commands.add("help", "list commands and what they do")
         async def _help(args: str) -> str:
-            return self.commands.help_text()
+            text = self.commands.help_text()
+            if self.backend is not None and not self.backend.tools_enabled:
+                text += (
+                    "\nModel tools (task_note, history_search, history_read) are off for this"
+                    " model (set model.tools: on to offer them); /compact, history search"
+                    " and the inspector still work."
+                )
+            return text
 
         @self.commands.add("compact", "summarize older messages now; the originals stay searchable")
         async def _compact(args: str) -> str:

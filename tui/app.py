@@ -24,6 +24,7 @@ from textual.widgets import Footer
 from textual.worker import Worker
 
 from engine import log as k
+from engine.backend import Backend
 from engine.commands import CommandError, is_command
 from engine.config import Config
 from engine.log import Event
@@ -68,6 +69,7 @@ class TroveApp(App[int]):
         clock: Callable[[], float] = time.monotonic,
         new_thread_id: str | None = None,
         config_label: str | None = None,
+        backend: Backend | None = None,
     ) -> None:
         super().__init__()
         self.config = config
@@ -75,8 +77,9 @@ class TroveApp(App[int]):
         self.start_thread = thread_id
         self.new_thread_id = new_thread_id
         self.model_override = model
-        self.model_label = model_label or config.model.name
-        self.configured = configured
+        self.backend = backend
+        self.model_label = model_label or (backend.label if backend else config.model.name)
+        self.configured = configured and (backend is None or backend.kind != "none")
         self.clock = clock
         self.config_label = config_label or str(config.source or home / "config.yaml")
         self.runtime: Runtime | None = None
@@ -108,7 +111,11 @@ class TroveApp(App[int]):
         thread = await asyncio.to_thread(
             open_thread, self.config, self.home, self.start_thread, self.new_thread_id
         )
-        self._attach(Runtime.assemble(self.config, self.home, thread, model=self.model_override))
+        self._attach(
+            Runtime.assemble(
+                self.config, self.home, thread, model=self.model_override, backend=self.backend
+            )
+        )
 
     def _attach(self, runtime: Runtime) -> None:
         self.runtime = runtime
@@ -355,9 +362,14 @@ class TroveApp(App[int]):
         if self.runtime is not None:
             old = self.runtime
             self.runtime = None
+            self._detach(old)
             await old.aclose()
         thread = await asyncio.to_thread(open_thread, self.config, self.home, thread_id)
-        self._attach(Runtime.assemble(self.config, self.home, thread, model=self.model_override))
+        self._attach(
+            Runtime.assemble(
+                self.config, self.home, thread, model=self.model_override, backend=self.backend
+            )
+        )
 
     def action_copy_reply(self) -> None:
         replies = list(self.query(AssistantMessage))
@@ -437,12 +449,21 @@ class TroveApp(App[int]):
     async def on_unmount(self) -> None:
         if self.runtime is not None:
             runtime, self.runtime = self.runtime, None
+            self._detach(runtime)
             await runtime.aclose()
+
+    def _detach(self, runtime: Runtime) -> None:
+        """The closing runtime's late events must not reach widgets being torn down."""
+        if self._on_log_event in runtime.thread.log.listeners:
+            runtime.thread.log.listeners.remove(self._on_log_event)
+        if self in runtime.driver.observers:
+            runtime.driver.observers.remove(self)
 
     async def action_quit(self) -> None:
         if self.runtime is not None:
-            await self.runtime.aclose()
-            self.runtime = None
+            runtime, self.runtime = self.runtime, None
+            self._detach(runtime)
+            await runtime.aclose()
         self.exit(0)
 
 

@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--plain", action="store_true", help="plain prompt-toolkit REPL")
     mode.add_argument("-p", "--prompt", metavar="TEXT", help="one turn, answer on stdout, exit")
+    parser.add_argument(
+        "--local", action="store_true", help="use the offline local model (the local extra)"
+    )
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     threads = sub.add_parser("threads", help="list threads of the user")
     _common(threads, suppress=True)
@@ -87,6 +90,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not valid_user_id(args.user):
             return _fail(f"--user: invalid user id {args.user!r}", EXIT_USAGE)
         config = config.with_user(args.user)
+    backend = None
+    if args.command is None:  # chat modes only: threads/history/notes need no model
+        import os
+
+        from engine.backend import choose_backend
+
+        try:
+            backend = choose_backend(config, os.environ, force_local=args.local)
+        except ConfigError as exc:  # BackendError is a ConfigError: one line, exit 2
+            return _fail(str(exc), EXIT_USAGE)
+        tty = sys.stdin.isatty() and sys.stdout.isatty()
+        if backend.kind == "none" and (args.prompt is not None or args.plain or not tty):
+            return _fail(backend.message, EXIT_USAGE)
     try:
         if args.command == "threads":
             from tui.subcommands import list_threads_command
@@ -99,14 +115,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.prompt is not None:
             from tui.oneshot import run_oneshot
 
-            return run_oneshot(config, home, args.prompt, thread_id=args.thread)
+            return run_oneshot(config, home, args.prompt, thread_id=args.thread, backend=backend)
         if args.plain or not (sys.stdin.isatty() and sys.stdout.isatty()):
             from tui.plain import run_plain
 
-            return run_plain(config, home, thread_id=args.thread)
+            return run_plain(config, home, thread_id=args.thread, backend=backend)
         from tui.run import run_tui
 
-        return run_tui(config, home, thread_id=args.thread)
+        return run_tui(config, home, thread_id=args.thread, backend=backend)
     except KeyboardInterrupt:
         return 130
     except ThreadNotFoundError as exc:

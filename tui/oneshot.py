@@ -5,14 +5,17 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from engine.backend import Backend
 from engine.config import Config
 from engine.runtime import Runtime
 from tui.printer import StreamPrinter
 
 
-async def _oneshot(config: Config, home: Path, prompt: str, thread_id: str | None) -> int:
+async def _oneshot(
+    config: Config, home: Path, prompt: str, thread_id: str | None, backend: Backend | None = None
+) -> int:
     printer = StreamPrinter()
-    runtime = Runtime.open(config, home, thread_id=thread_id)
+    runtime = Runtime.open(config, home, thread_id=thread_id, backend=backend)
     printer.attach(runtime)
     for notice in runtime.notices:
         printer.notice(notice)
@@ -24,5 +27,12 @@ async def _oneshot(config: Config, home: Path, prompt: str, thread_id: str | Non
     return 1 if printer.errors else 0
 
 
-def run_oneshot(config: Config, home: Path, prompt: str, *, thread_id: str | None = None) -> int:
-    return asyncio.run(_oneshot(config, home, prompt, thread_id))
+def run_oneshot(
+    config: Config,
+    home: Path,
+    prompt: str,
+    *,
+    thread_id: str | None = None,
+    backend: Backend | None = None,
+) -> int:
+    return asyncio.run(_oneshot(config, home, prompt, thread_id, backend))

@@ -13,6 +13,7 @@ import contextlib
 import sys
 from pathlib import Path
 
+from engine.backend import Backend
 from engine.commands import is_command
 from engine.config import Config
 from engine.runtime import Runtime
@@ -135,9 +136,11 @@ class PlainRepl:
                 await task
 
 
-async def _plain(config: Config, home: Path, thread_id: str | None) -> int:
+async def _plain(
+    config: Config, home: Path, thread_id: str | None, backend: Backend | None = None
+) -> int:
     printer = StreamPrinter()
-    runtime = Runtime.open(config, home, thread_id=thread_id)
+    runtime = Runtime.open(config, home, thread_id=thread_id, backend=backend)
     printer.attach(runtime)
     for notice in runtime.notices:
         printer.notice(notice)
@@ -152,5 +155,7 @@ async def _plain(config: Config, home: Path, thread_id: str | None) -> int:
     return 1 if printer.errors and not sys.stdin.isatty() else 0
 
 
-def run_plain(config: Config, home: Path, *, thread_id: str | None = None) -> int:
-    return asyncio.run(_plain(config, home, thread_id))
+def run_plain(
+    config: Config, home: Path, *, thread_id: str | None = None, backend: Backend | None = None
+) -> int:
+    return asyncio.run(_plain(config, home, thread_id, backend))

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from engine.backend import Backend
 from engine.config import Config
 
 
-def run_tui(config: Config, home: Path, *, thread_id: str | None = None) -> int:
+def run_tui(
+    config: Config, home: Path, *, thread_id: str | None = None, backend: Backend | None = None
+) -> int:
     if thread_id is not None:
         from engine.session import thread_dir
 
@@ -18,6 +21,6 @@ def run_tui(config: Config, home: Path, *, thread_id: str | None = None) -> int:
             raise ThreadNotFoundError(f"no thread {thread_id!r} for user {config.user_id!r}")
     from tui.app import TroveApp
 
-    app = TroveApp(config, home, thread_id=thread_id)
+    app = TroveApp(config, home, thread_id=thread_id, backend=backend)
     result = app.run()
     return result or 0
