@@ -216,9 +216,9 @@ class TroveApp(App[int]):
         prompt = self.query_one(PromptInput)
         text = message.text
         if self.runtime is None:
+            prompt.give_back(text)
             return
         if is_command(text):
-            prompt.clear()
             self.query_one(SlashMenu).hide()
             self.run_command(text)
             return
@@ -230,17 +230,18 @@ class TroveApp(App[int]):
                 "input). See the panel above.",
                 "warning",
             )
+            prompt.give_back(text)
             return
         driver = self.runtime.driver
         if prompt.editing_item is not None:
-            driver.edit(prompt.editing_item, text)
+            if not driver.edit(prompt.editing_item, text):
+                # It started meanwhile: the new text is sent as a prompt of its own.
+                driver.send(text)
             prompt.editing_item = None
-            prompt.clear()
             return
         if message.steer and not driver.accepts_next_step:
             self.notify("Nothing to steer right now: sent as a queued follow-up.")
         driver.send(text, placement="next-step" if message.steer else "follow-up")
-        prompt.clear()
 
     def run_command(self, text: str) -> None:
         worker = self.run_worker(self._command(text), group="commands", exit_on_error=False)

@@ -21,7 +21,7 @@ async def test_seed_scenario_through_the_tui(app_factory, server):
     async with app.run_test(size=(100, 32)) as pilot:
         await settle(pilot)
         await say(pilot, "/help")
-        assert "/compact" in app.screen.query_one("Markdown").source
+        assert "/compact" in str(app.screen.query_one("#help-text").render())
         await pilot.press("escape")
         await pilot.pause()
         await say(pilot, "first question")
@@ -216,3 +216,19 @@ async def test_fork_and_export(app_factory, server, tmp_path):
         assert exported == [f"{child}.json", f"{child}.md"]
         text = (tmp_path / "home" / "exports" / f"{child}.md").read_text()
         assert "worth keeping" in text
+
+
+async def test_keys_typed_right_after_enter_are_kept(app_factory, server):
+    """Nothing typed is lost: keys that arrive before the app handles the send stay."""
+    from textual import events
+
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        prompt = app.query_one(PromptInput)
+        for key, char in [("h", "h"), ("i", "i"), ("enter", None), ("x", "x"), ("y", "y")]:
+            prompt.post_message(events.Key(key, char))  # a burst, as from a fast typist
+        await settle(pilot)
+        assert prompt.text == "xy"
+        sent = [e["text"] for e in of_kind(app.runtime.thread.log.events, k.USER_MESSAGE)]
+        assert sent == ["hi"]

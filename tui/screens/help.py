@@ -7,8 +7,9 @@ from collections.abc import Iterable
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Markdown
+from textual.widgets import Static
 
 KEYS = [
     ("Enter", "send the prompt (queued if something is running)"),
@@ -45,15 +46,19 @@ class HelpScreen(ModalScreen[None]):
         self.notes = notes
 
     def compose(self) -> ComposeResult:
-        lines = ["## Commands", "", "| command | what it does |", "| --- | --- |"]
-        lines += [f"| `/{name}` | {summary} |" for name, summary in self.commands]
-        lines += ["", "## Keys", "", "| key | action |", "| --- | --- |"]
-        lines += [f"| {key} | {action} |" for key, action in KEYS]
+        width = max((len(name) for name, _ in self.commands), default=4) + 3
+        key_width = max(len(key) for key, _ in KEYS) + 2
+        parts: list[Content | str | tuple[str, str]] = [("Commands\n", "bold $accent")]
+        for name, summary in self.commands:
+            parts += [(f"  /{name:<{width}}", "bold $text-primary"), summary, "\n"]
+        parts += ["\n", ("Keys\n", "bold $accent")]
+        for key, action in KEYS:
+            parts += [(f"  {key:<{key_width}}", "bold"), action, "\n"]
         if self.notes:
-            lines += ["", self.notes]
-        lines += ["", "Esc closes this help."]
+            parts += ["\n", self.notes, "\n"]
+        parts += ["\n", ("Esc closes this help.", "$text-muted")]
         with VerticalScroll():
-            yield Markdown("\n".join(lines))
+            yield Static(Content.assemble(*parts), id="help-text")
 
     def action_dismiss(self) -> None:  # type: ignore[override]
         self.dismiss(None)

@@ -76,7 +76,15 @@ class PromptInput(TextArea):
             self.prompt_history.append(text)
         self._history_index = None
         self._draft = ""
+        # Cleared here, synchronously: keys typed before the app handles the
+        # message land in an empty prompt instead of being wiped with it.
+        self.clear()
         self.post_message(PromptSubmitted(text, steer=steer))
+
+    def give_back(self, text: str) -> None:
+        """A prompt the app could not take returns, ahead of anything typed since."""
+        typed = self.text
+        self.set_value(text + ("\n" + typed if typed else ""))
 
     def _recall(self, step: int) -> bool:
         if not self.prompt_history:
