@@ -17,6 +17,7 @@ import importlib
 import os
 import re
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -49,6 +50,10 @@ _OVERFLOW_CODES = {
     "exceed_context_size_error",
     "string_above_max_length",
 }
+
+
+YIELD_EVERY = 0.004
+"""Seconds of stream parsing after which the event loop gets a turn."""
 
 
 class ModelError(Exception):
@@ -201,7 +206,14 @@ class ModelClient:
             stream = await self._client.chat.completions.create(**kwargs)
             started = True  # headers arrived: a later connection error is a torn reply
             async with stream:
+                last_yield = time.monotonic()
                 async for chunk in stream:
+                    now = time.monotonic()
+                    if now - last_yield > YIELD_EVERY:
+                        # Chunks already buffered are parsed without a suspension
+                        # point; yield so keystrokes and frames are not starved.
+                        await asyncio.sleep(0)
+                        last_yield = time.monotonic()
                     if getattr(chunk, "model", None):
                         served_model = chunk.model
                     if chunk.usage is not None:

@@ -31,8 +31,6 @@ from engine.log import Event
 from engine.runtime import Runtime, open_thread
 from engine.session import fork_thread, list_threads
 from tui.messages import OpenBatch, PromptSubmitted, QueueItemEdit, QueueItemRemove
-from tui.screens.help import HelpScreen
-from tui.screens.threads import ThreadsScreen
 from tui.widgets.chat_message import AssistantMessage
 from tui.widgets.first_run import FirstRunPanel
 from tui.widgets.prompt_input import PromptInput
@@ -84,25 +82,32 @@ class TroveApp(App[int]):
         self.config_label = config_label or str(config.source or home / "config.yaml")
         self.runtime: Runtime | None = None
         self.commands_running: list[Worker[Any]] = []
+        self._inspector_widget: Any = None
         self.theme = config.ui.theme
 
     # -- layout ------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         yield TitleBar()
-        with Horizontal(id="body"):
-            with Vertical(id="chat"):
-                yield Transcript(id="transcript")
-                yield StatusStrip(self.clock, id="status")
-                yield SlashMenu(id="slash")
-                yield PromptInput(id="prompt")
-            yield self._make_inspector()
+        with Horizontal(id="body"), Vertical(id="chat"):
+            yield Transcript(id="transcript")
+            yield StatusStrip(self.clock, id="status")
+            yield SlashMenu(id="slash")
+            yield PromptInput(id="prompt")
         yield Footer()
 
-    def _make_inspector(self) -> Any:
-        from tui.inspector import ArchiveInspector
+    async def _ensure_inspector(self) -> Any:
+        """The inspector is built on first use: it costs nothing at launch."""
+        if self._inspector_widget is None:
+            from tui.inspector import ArchiveInspector
 
-        return ArchiveInspector(id="inspector")
+            widget = ArchiveInspector(id="inspector")
+            widget.display = False
+            self._inspector_widget = widget
+            await self.query_one("#body").mount(widget)
+            if self.runtime is not None:
+                widget.bind_runtime(self.runtime)
+        return self._inspector_widget
 
     async def on_mount(self) -> None:
         prompt = self.query_one(PromptInput)
@@ -137,12 +142,16 @@ class TroveApp(App[int]):
         inspector = self._inspector()
         if inspector is not None:
             inspector.bind_runtime(runtime)
+        self.run_worker(self._warm(runtime), group="warm", exit_on_error=False)
+
+    async def _warm(self, runtime: Runtime) -> None:
+        """Pay the model client's import before the first prompt, not on it."""
+        prepare = getattr(runtime.model, "prepare", None)
+        if prepare is not None:
+            await prepare()
 
     def _inspector(self) -> Any:
-        from tui.inspector import ArchiveInspector
-
-        found = self.query(ArchiveInspector)
-        return found.first() if found else None
+        return self._inspector_widget
 
     # -- engine → UI ---------------------------------------------------------------
 
@@ -206,7 +215,9 @@ class TroveApp(App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel":
-            return self.busy  # the footer shows "Esc Cancel" only while something runs
+            # The footer shows "Esc Cancel" only while something runs (or to close the pane).
+            inspector = self._inspector()
+            return self.busy or bool(inspector is not None and inspector.display)
         return True
 
     # -- UI → engine ------------------------------------------------------------------
@@ -282,12 +293,9 @@ class TroveApp(App[int]):
                 self.notify(f"Editing queued prompt #{item.id}: Enter saves it in place.")
 
     @on(OpenBatch)
-    def _open_batch(self, message: OpenBatch) -> None:
-        inspector = self._inspector()
-        if inspector is None:
-            return
-        self._show_inspector(True)
-        inspector.open_batch(message.batch)
+    async def _open_batch(self, message: OpenBatch) -> None:
+        await self._show_inspector(True)
+        self._inspector().open_batch(message.batch)
 
     # -- slash completion ---------------------------------------------------------------
 
@@ -317,10 +325,10 @@ class TroveApp(App[int]):
             return
         inspector = self._inspector()
         if inspector is not None and inspector.display:
-            self._show_inspector(False)
+            self.call_later(self._show_inspector, False)
 
-    def _show_inspector(self, show: bool) -> None:
-        inspector = self._inspector()
+    async def _show_inspector(self, show: bool) -> None:
+        inspector = await self._ensure_inspector() if show else self._inspector()
         if inspector is None:
             return
         inspector.display = show
@@ -331,10 +339,9 @@ class TroveApp(App[int]):
         else:
             self.query_one(PromptInput).focus()
 
-    def action_toggle_inspector(self) -> None:
+    async def action_toggle_inspector(self) -> None:
         inspector = self._inspector()
-        if inspector is not None:
-            self._show_inspector(not inspector.display)
+        await self._show_inspector(inspector is None or not inspector.display)
 
     def on_resize(self) -> None:
         inspector = self._inspector()
@@ -342,6 +349,8 @@ class TroveApp(App[int]):
             self.set_class(bool(inspector.display) and self.size.width < NARROW, "-inspector-full")
 
     def action_help(self) -> None:
+        from tui.screens.help import HelpScreen
+
         self.push_screen(HelpScreen(self._command_list(), self._help_notes()))
 
     def _help_notes(self) -> str:
@@ -353,6 +362,8 @@ class TroveApp(App[int]):
     async def action_threads(self) -> None:
         if self.runtime is None:
             return
+        from tui.screens.threads import ThreadsScreen
+
         threads = await asyncio.to_thread(list_threads, self.home, self.config.user_id)
         chosen = await self.push_screen_wait(ThreadsScreen(threads, self.runtime.thread.id))
         if chosen and chosen != self.runtime.thread.id:
@@ -397,7 +408,7 @@ class TroveApp(App[int]):
 
         @registry.add("archive", "show or hide the archive inspector")
         async def _archive(args: str) -> str:
-            self.action_toggle_inspector()
+            await self.action_toggle_inspector()
             return "inspector toggled"
 
         @registry.add("new", "start a new thread")
