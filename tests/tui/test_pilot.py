@@ -232,3 +232,37 @@ async def test_keys_typed_right_after_enter_are_kept(app_factory, server):
         assert prompt.text == "xy"
         sent = [e["text"] for e in of_kind(app.runtime.thread.log.events, k.USER_MESSAGE)]
         assert sent == ["hi"]
+
+
+async def test_transcript_window_stays_bounded_both_ways(app_factory, monkeypatch, tmp_path):
+    """Scrolling back loads earlier messages and drops newer ones past the mark, and back."""
+    import tui.widgets.transcript as transcript_module
+    from engine.session import Thread
+
+    monkeypatch.setattr(transcript_module, "HIGH_WATER", 40)
+    monkeypatch.setattr(transcript_module, "CHUNK", 30)
+    thread = Thread.create(tmp_path / "home", "local", "t-long")
+    for n in range(200):
+        thread.log.append(k.USER_MESSAGE, text=f"message {n}")
+    thread.close()
+    app = app_factory()
+    app.start_thread = "t-long"
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        transcript = app.query_one(transcript_module.Transcript)
+
+        def shown() -> list[str]:
+            return [w.text for w in transcript._content()]
+
+        assert shown()[-1] == "message 199" and len(shown()) == 29  # 30 events, one end-seed
+        for _ in range(4):
+            transcript.load_earlier()
+            await pilot.pause()
+        assert len(shown()) <= 40
+        assert shown()[0] == "message 51"  # four chunks of 30 before the first 30 events
+        assert transcript.query("#load-newer")  # the newest were dropped, reachable again
+        while transcript.query("#load-newer"):
+            transcript.load_newer()
+            await pilot.pause()
+        assert shown()[-1] == "message 199" and len(shown()) <= 40
+        assert transcript.is_anchored

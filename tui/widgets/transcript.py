@@ -27,9 +27,11 @@ CHUNK = 150
 """Events rendered per "load earlier" step and on opening a thread."""
 
 
-class LoadEarlier(Button):
+class LoadButton(Button):
+    """Loads more of the log into the window (earlier at the top, newer at the bottom)."""
+
     DEFAULT_CSS = """
-    LoadEarlier { width: 100%; height: 1; border: none; min-width: 0; margin: 0; }
+    LoadButton { width: 100%; height: 1; border: none; min-width: 0; margin: 0; }
     """
 
 
@@ -46,6 +48,7 @@ class Transcript(VerticalScroll):
         super().__init__(id=id)
         self.events: Sequence[Event] = ()
         self._start = 0
+        self._end = 0
         self._reply: AssistantMessage | None = None
         self._tools: dict[str, ToolBlock] = {}
         self._checkpoints: dict[int, CheckpointBlock] = {}
@@ -127,12 +130,20 @@ class Transcript(VerticalScroll):
     # -- live ---------------------------------------------------------------------
 
     def show_event(self, event: Event) -> None:
-        widgets = self._widgets_for(event, live=True)
+        if self._end < len(self.events) - 1:
+            # The user is reading older history: newer events wait behind the
+            # "newer" button instead of pulling the window (and memory) along.
+            self._update_buttons()
+            return
+        self._end = len(self.events)
+        widgets = self._build(event, live=True)
         if widgets:
-            self.mount_all(widgets)
-            self._prune()
+            self.mount_all(widgets, before=self._newer_button())
+            self._trim(top=True)
 
     def delta(self, text: str) -> None:
+        if self._end < len(self.events):
+            return
         if self._reply is None:
             self._reply = AssistantMessage()
             self.mount(self._reply)
@@ -140,65 +151,118 @@ class Transcript(VerticalScroll):
 
     def notice(self, text: str, variant: str = "") -> Notice:
         widget = Notice(text, variant=variant)
-        self.mount(widget)
-        self._prune()
+        self.mount(widget, before=self._newer_button())
+        self._trim(top=True)
         return widget
 
-    # -- replay and pruning ----------------------------------------------------------
+    # -- the window over the log -------------------------------------------------------
+    #
+    # Only events [_start, _end) of the log have widgets. Loading earlier
+    # events trims the newest ones past the high-water mark and the other way
+    # round, so memory stays bounded however far the user scrolls.
+
+    def _build(self, event: Event, *, live: bool = False) -> list[Widget]:
+        widgets = self._widgets_for(event, live=live)
+        for widget in widgets:
+            widget.origin = event["seq"]  # type: ignore[attr-defined]
+        return widgets
+
+    def _build_range(self, begin: int, end: int) -> list[Widget]:
+        widgets: list[Widget] = []
+        for event in self.events[begin:end]:
+            widgets.extend(self._build(event))
+        return widgets
 
     def load(self, events: Sequence[Event]) -> None:
         """Show the newest part of a thread; earlier parts load on demand."""
         self.events = events
-        self._start = max(0, len(events) - CHUNK)
-        widgets: list[Widget] = []
-        for event in events[self._start :]:
-            widgets.extend(self._widgets_for(event))
-        if self._start > 0:
-            widgets.insert(0, LoadEarlier(self._earlier_label(), id="load-earlier"))
-        self.mount_all(widgets)
+        self._end = len(events)
+        self._start = max(0, self._end - CHUNK)
+        self.mount_all(self._build_range(self._start, self._end))
+        self._update_buttons()
         self.anchor()
-
-    def _earlier_label(self) -> str:
-        return f"▲ {self._start} earlier events — click to load"
 
     def load_earlier(self) -> None:
         if self._start == 0:
             return
         begin = max(0, self._start - CHUNK)
-        widgets: list[Widget] = []
-        for event in self.events[begin : self._start]:
-            widgets.extend(self._widgets_for(event))
+        widgets = self._build_range(begin, self._start)
         self._start = begin
-        button = self.query_one("#load-earlier", LoadEarlier)
         if widgets:
-            self.mount_all(widgets, after=button)
-        if self._start == 0:
-            button.remove()
-        else:
-            button.label = self._earlier_label()
+            self.mount_all(widgets, after=self._earlier_button())
+        self._trim(top=False)
+        self._update_buttons()
 
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        if isinstance(event.button, LoadEarlier):
-            event.stop()
-            self.load_earlier()
+    def load_newer(self) -> None:
+        stop = min(len(self.events), self._end + CHUNK)
+        widgets = self._build_range(self._end, stop)
+        self._end = stop
+        if widgets:
+            self.mount_all(widgets, before=self._newer_button())
+        self._trim(top=True, force=True)
+        self._update_buttons()
+        if self._end >= len(self.events):
+            self.anchor()
 
-    def _prune(self) -> None:
-        """Drop the oldest widgets while the user follows the newest output."""
-        children = [c for c in self.children if not isinstance(c, LoadEarlier)]
+    def _content(self) -> list[Widget]:
+        return [c for c in self.children if not isinstance(c, LoadButton)]
+
+    def _trim(self, *, top: bool, force: bool = False) -> None:
+        """Drop widgets past the high-water mark from one end of the window."""
+        children = self._content()
         excess = len(children) - HIGH_WATER
-        if excess <= 0 or not self.following:
+        if excess <= 0 or (top and not force and not self.following):
             return
-        doomed = children[:excess]
-        oldest_kept = children[excess]
-        seq = getattr(oldest_kept, "seq", None)
-        if isinstance(seq, int):
-            self._start = max(self._start, seq - 1)
+        if top:
+            doomed, kept = children[:excess], children[excess:]
+            origin = next((w.origin for w in kept if hasattr(w, "origin")), None)
+            if origin is not None:
+                self._start = max(self._start, origin - 1)
+        else:
+            doomed, kept = children[-excess:], children[:-excess]
+            origin = next((w.origin for w in doomed if hasattr(w, "origin")), None)
+            if origin is not None:
+                self._end = min(self._end, origin - 1)
+            self.anchor(False)
         for widget in doomed:
             widget.remove()
-        if not self.query("#load-earlier"):
-            self.mount(LoadEarlier(self._earlier_label(), id="load-earlier"), before=0)
-        else:
-            self.query_one("#load-earlier", LoadEarlier).label = self._earlier_label()
+        self._update_buttons()
+
+    def _earlier_button(self) -> LoadButton | None:
+        found = self.query("#load-earlier")
+        return found.first(LoadButton) if found else None
+
+    def _newer_button(self) -> LoadButton | None:
+        found = self.query("#load-newer")
+        return found.first(LoadButton) if found else None
+
+    def _update_buttons(self) -> None:
+        earlier, newer = self._earlier_button(), self._newer_button()
+        if self._start > 0:
+            label = f"▲ {self._start} earlier events — click to load"
+            if earlier is None:
+                self.mount(LoadButton(label, id="load-earlier"), before=0)
+            else:
+                earlier.label = label
+        elif earlier is not None:
+            earlier.remove()
+        waiting = len(self.events) - self._end
+        if waiting > 0:
+            label = f"▼ {waiting} newer events — click to load"
+            if newer is None:
+                self.mount(LoadButton(label, id="load-newer"))
+            else:
+                newer.label = label
+        elif newer is not None:
+            newer.remove()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if isinstance(event.button, LoadButton):
+            event.stop()
+            if event.button.id == "load-earlier":
+                self.load_earlier()
+            else:
+                self.load_newer()
 
     @property
     def following(self) -> bool:
