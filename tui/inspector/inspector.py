@@ -1,12 +1,39 @@
-"""The archive inspector: batches, search, reader and notes of the open thread."""
+"""The archive inspector: batches, search, reader and notes of the open thread.
+
+A side pane (the whole screen on narrow terminals: the app sets
+`-inspector-full`) that shows what compaction took out of the context and
+what the model can still recover: the same `HistoryView` the model's
+history tools use, so the user and the model see one truth.
+
+The app calls down into it with exactly four methods: `bind_runtime` when a
+thread opens, `refresh_data` when the archive may have changed, `open_batch`
+for a checkpoint's Enter, and `focus_default` when it is shown. The tabs post
+`OpenSource` up when the user picks a source anywhere; the inspector shows
+it in the Reader. Every read of the archive runs in a worker thread.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import Static
+from textual.content import Content
+from textual.widgets import Static, TabbedContent, TabPane
+
+from engine.continuity import ContinuityContext
+from tui.inspector.batches_tab import BatchesTab
+from tui.inspector.messages import OpenSource
+from tui.inspector.notes_tab import NotesTab
+from tui.inspector.reader_tab import ReaderTab
+from tui.inspector.search_tab import SearchTab
+from tui.inspector.status_words import DISABLED
+from tui.inspector.tab import InspectorTab
+
+TABS = ("batches", "search", "reader", "notes")
+OPENING = "Opening the thread…"
 
 
 class ArchiveInspector(Vertical):
@@ -16,23 +43,131 @@ class ArchiveInspector(Vertical):
         width: 50%;
         border-left: solid $primary;
     }
+    ArchiveInspector > #inspector-off {
+        display: none;
+        height: auto;
+        margin: 1 1;
+        padding: 1 2;
+        border: round $warning;
+    }
+    ArchiveInspector.-off > #inspector-off { display: block; }
+    ArchiveInspector.-off > #inspector-tabs { display: none; }
+    ArchiveInspector > #inspector-tabs { height: 1fr; }
+    ArchiveInspector > #inspector-tabs > ContentSwitcher { height: 1fr; }
+    ArchiveInspector TabPane { height: 1fr; padding: 1 1 0 1; }
     """
+    BINDINGS = [
+        Binding("escape", "close", "Close"),
+        Binding("f2", "next_tab", "Next tab"),
+        Binding("shift+f2", "previous_tab", "Previous tab", show=False),
+    ]
 
     def __init__(self, id: str | None = None) -> None:
-        super().__init__(id=id)
+        # Off (showing "Opening the thread…") until bind_runtime hands down a context.
+        super().__init__(id=id, classes="-off")
         self.runtime: Any = None
+        self.context: ContinuityContext | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static("Archive inspector")
+        yield Static(Content(OPENING), id="inspector-off")
+        with TabbedContent(id="inspector-tabs", initial="batches"):
+            with TabPane("Batches", id="batches"):
+                yield BatchesTab(id="batches-tab")
+            with TabPane("Search", id="search"):
+                yield SearchTab(id="search-tab")
+            with TabPane("Reader", id="reader"):
+                yield ReaderTab(id="reader-tab")
+            with TabPane("Notes", id="notes"):
+                yield NotesTab(id="notes-tab")
+
+    # -- the app's calls -----------------------------------------------------------
+
+    def on_mount(self) -> None:
+        if self.runtime is not None:  # bound before it was mounted
+            self._apply()
 
     def bind_runtime(self, runtime: Any) -> None:
+        """A thread was opened: show its archive (or say why there is none)."""
         self.runtime = runtime
+        self.context = getattr(runtime, "continuity", None) if runtime is not None else None
+        if self.is_mounted:
+            self._apply()
+
+    def _apply(self) -> None:
+        runtime, context = self.runtime, self.context
+        off = self.query_one("#inspector-off", Static)
+        if runtime is None:
+            off.update(Content(OPENING))
+        elif context is None:
+            off.update(Content.styled(DISABLED, "bold"))
+        self.set_class(context is None, "-off")
+        for tab in self.query(InspectorTab):
+            tab.set_context(context)
+        if self.display:
+            self.refresh_data()
 
     def refresh_data(self) -> None:
-        pass
+        """The archive or notes may have changed: re-read what the open tab shows."""
+        if not self.display or self.context is None:
+            return
+        self._active_tab().reload()
 
     def open_batch(self, batch: int | None) -> None:
-        pass
+        """Show one batch's sources (from a checkpoint in the transcript)."""
+        if self.context is None:
+            return
+        tabs = self.query_one(TabbedContent)
+        tabs.active = "batches"
+        batches = self.query_one(BatchesTab)
+        batches.select_batch(batch)
+        batches.focus_default()
 
     def focus_default(self) -> None:
-        pass
+        if self.context is None:
+            return
+        self._active_tab().focus_default()
+
+    # -- up from the tabs ---------------------------------------------------------
+
+    def _active_tab(self) -> InspectorTab:
+        pane = self.query_one(TabbedContent).active_pane
+        assert pane is not None
+        return pane.query_one(InspectorTab)
+
+    @on(OpenSource)
+    def _open_source(self, message: OpenSource) -> None:
+        message.stop()
+        self.query_one(TabbedContent).active = "reader"
+        reader = self.query_one(ReaderTab)
+        reader.open(message.source_id, message.offset, highlight=message.highlight)
+        reader.focus_default()
+
+    @on(TabbedContent.TabActivated, "#inspector-tabs")
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        event.stop()
+        self.refresh_data()
+
+    # -- keys ------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "close":
+            # While a reply or compaction runs, Esc belongs to the app: it cancels.
+            return not getattr(self.app, "busy", False)
+        if action in ("next_tab", "previous_tab"):
+            return self.context is not None
+        return True
+
+    async def action_close(self) -> None:
+        await self.app.run_action("toggle_inspector")
+
+    def action_next_tab(self) -> None:
+        self._step_tab(+1)
+
+    def action_previous_tab(self) -> None:
+        self._step_tab(-1)
+
+    def _step_tab(self, step: int) -> None:
+        tabs = self.query_one(TabbedContent)
+        at = TABS.index(tabs.active) if tabs.active in TABS else 0
+        tabs.active = TABS[(at + step) % len(TABS)]
+        self._active_tab().focus_default()

@@ -1,0 +1,204 @@
+"""Reader tab: the exact text of one source, in the model's 4,000-character pages.
+
+Pages come from `history_read` itself (same view, same offsets), so what the
+user reads is what the model reads, and "page 2" means the same thing to
+both. The text is shown as data: no Markdown, no markup, nothing rewrapped
+but the soft wrap of the terminal. A source whose archived copy was cut short
+says so in words.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.content import Content
+from textual.widgets import Button, Static
+
+from engine.continuity.search import PAGE_CHARS
+from tui.inspector import data
+from tui.inspector.highlight import highlighted, terms_pattern
+from tui.inspector.status_words import TRUNCATED, history_line
+from tui.inspector.tab import InspectorTab, Stale
+
+EMPTY = (
+    "Nothing open yet. Choose a source in Batches or Search (Enter), or a cited source "
+    "in Notes, to read its exact text here."
+)
+
+
+class ReaderTab(InspectorTab):
+    DEFAULT_CSS = """
+    ReaderTab > #reader-head { height: auto; }
+    ReaderTab > #reader-truncated {
+        display: none;
+        height: auto;
+        color: $text-warning;
+        background: $warning-muted;
+        padding: 0 1;
+    }
+    ReaderTab.-truncated > #reader-truncated { display: block; }
+    ReaderTab > VerticalScroll {
+        height: 1fr;
+        margin: 1 0 0 0;
+        scrollbar-size-vertical: 1;
+    }
+    ReaderTab > VerticalScroll:focus { background: $boost; }
+    ReaderTab > Horizontal { height: auto; }
+    ReaderTab > Horizontal > Button { min-width: 10; margin: 0 1 0 0; }
+    """
+    BINDINGS = [
+        Binding("p", "previous_page", "Previous page"),
+        Binding("n", "next_page", "Next page"),
+        Binding("c", "copy_page", "Copy page"),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.page: dict[str, Any] | None = None
+        self.source_id: str | None = None
+        self.pattern: re.Pattern[str] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(Content.styled(EMPTY, "$text-muted"), id="reader-head")
+        yield Static(Content(TRUNCATED), id="reader-truncated")
+        with VerticalScroll(id="reader-scroll"):
+            yield Static(id="reader-text")
+        with Horizontal():
+            yield Button("◀ Previous (p)", id="reader-previous", compact=True, disabled=True)
+            yield Button("Next (n) ▶", id="reader-next", compact=True, disabled=True)
+
+    def reset(self) -> None:
+        self.page = None
+        self.source_id = None
+        self.pattern = None
+        self.query_one("#reader-head", Static).update(Content.styled(EMPTY, "$text-muted"))
+        self.query_one("#reader-text", Static).update("")
+        self.remove_class("-truncated")
+        self._sync_controls()
+
+    def focus_default(self) -> None:
+        self.query_one("#reader-scroll").focus()
+
+    def open(self, source_id: str, offset: int = 0, *, highlight: str | None = None) -> None:
+        """Read one page of a source (the inspector calls this for OpenSource).
+
+        `highlight` (a search query) stays marked on every page of this source.
+        """
+        self.source_id = source_id
+        self.pattern = terms_pattern(highlight) if highlight else None
+        self.read_page(source_id, offset)
+
+    @work(exclusive=True, group="read", exit_on_error=False)
+    async def read_page(self, source_id: str, offset: int) -> None:
+        head = self.query_one("#reader-head", Static)
+        try:
+            page = await self.fetch(data.read, source_id, offset)
+        except Stale:
+            return
+        except Exception as exc:
+            head.update(self.failure(f"read source {source_id}", exc))
+            return
+        if source_id != self.source_id:
+            return
+        self._show(page)
+
+    def _show(self, page: dict[str, Any]) -> None:
+        head = self.query_one("#reader-head", Static)
+        body = self.query_one("#reader-text", Static)
+        if page.get("status") == "error":
+            self.page = None
+            self.remove_class("-truncated")
+            lines = Content.assemble(
+                ("Cannot read this source: ", "bold $text-error"), str(page.get("message", ""))
+            )
+            history = page.get("history")
+            if isinstance(history, dict) and "status" in history:
+                lines = Content.assemble(
+                    lines, "\n", history_line(history["status"], history.get("reason"))
+                )
+            head.update(lines)
+            body.update("")
+            self._sync_controls()
+            return
+        self.page = page
+        head.update(self._head(page))
+        self.set_class(bool(page.get("truncated")), "-truncated")
+        body.update(highlighted(str(page.get("text", "")), self.pattern))
+        self.query_one("#reader-scroll", VerticalScroll).scroll_home(animate=False)
+        self._sync_controls()
+
+    @staticmethod
+    def _head(page: dict[str, Any]) -> Content:
+        chars = int(page.get("chars") or 0)
+        offset = int(page.get("offset") or 0)
+        end = offset + len(str(page.get("text", "")))
+        pages = max(1, math.ceil(chars / PAGE_CHARS))
+        number = offset // PAGE_CHARS + 1
+        if page.get("origin") == "archive":
+            where = f"compacted, batch {page.get('batch')}"
+        else:
+            where = "still in the conversation"
+        span = f"characters {offset + 1:,}–{end:,} of {chars:,}" if chars else "empty"
+        return Content.assemble(
+            (str(page.get("role", "?")), "bold $accent"),
+            (f" · {where} · seq {page.get('seq')}", "$text-muted"),
+            "\n",
+            (f"Page {number} of {pages}", "bold"),
+            (f" · {span}", "$text-muted"),
+            "\n",
+            (str(page.get("id", "")), "$text-muted"),
+        )
+
+    # -- paging -------------------------------------------------------------------
+
+    def _sync_controls(self) -> None:
+        page = self.page
+        self.query_one("#reader-previous", Button).disabled = not (
+            page and int(page.get("offset") or 0) > 0
+        )
+        self.query_one("#reader-next", Button).disabled = not (
+            page and page.get("next_offset") is not None
+        )
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        page = self.page
+        if action == "next_page":
+            return bool(page and page.get("next_offset") is not None)
+        if action == "previous_page":
+            return bool(page and int(page.get("offset") or 0) > 0)
+        if action == "copy_page":
+            return page is not None
+        return True
+
+    def action_next_page(self) -> None:
+        if self.page and self.page.get("next_offset") is not None and self.source_id:
+            self.read_page(self.source_id, int(self.page["next_offset"]))
+
+    def action_previous_page(self) -> None:
+        if self.page and self.source_id:
+            offset = int(self.page.get("offset") or 0)
+            if offset > 0:
+                self.read_page(self.source_id, max(0, offset - PAGE_CHARS))
+
+    def action_copy_page(self) -> None:
+        if self.page:
+            text = str(self.page.get("text", ""))
+            self.app.copy_to_clipboard(text)
+            self.notify(f"Copied this page ({len(text):,} characters).")
+
+    @on(Button.Pressed, "#reader-previous")
+    def _previous(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.action_previous_page()
+
+    @on(Button.Pressed, "#reader-next")
+    def _next(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.action_next_page()
