@@ -27,6 +27,7 @@ from engine import log as k
 from engine.backend import Backend
 from engine.commands import CommandError, is_command
 from engine.config import Config
+from engine.continuity.notes import NOTE_DELETE, NOTE_SET
 from engine.log import Event
 from engine.runtime import Runtime, open_thread
 from engine.session import fork_thread, list_threads
@@ -164,7 +165,7 @@ class TroveApp(App[int]):
             self._update_context()
         if kind == k.TURN_END and event.get("status") == "error":
             self._restore_failed_prompt(event)
-        if kind == k.COMPACT_END:
+        if kind in (k.COMPACT_END, NOTE_SET, NOTE_DELETE):
             inspector = self._inspector()
             if inspector is not None:
                 inspector.refresh_data()
