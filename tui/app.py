@@ -28,9 +28,9 @@ from engine.backend import Backend
 from engine.commands import CommandError, is_command
 from engine.config import Config
 from engine.continuity.notes import NOTE_DELETE, NOTE_SET
-from engine.log import Event
+from engine.log import Event, LogCorruptError
 from engine.runtime import Runtime, open_thread
-from engine.session import fork_thread, list_threads
+from engine.session import Thread, ThreadNotFoundError, fork_thread, list_threads
 from tui.messages import OpenBatch, PromptSubmitted, QueueItemEdit, QueueItemRemove
 from tui.widgets.chat_message import AssistantMessage
 from tui.widgets.first_run import FirstRunPanel
@@ -114,13 +114,26 @@ class TroveApp(App[int]):
         prompt = self.query_one(PromptInput)
         prompt.menu = self.query_one(SlashMenu)
         prompt.focus()
-        thread = await asyncio.to_thread(
-            open_thread, self.config, self.home, self.start_thread, self.new_thread_id
-        )
-        self._attach(
-            Runtime.assemble(
-                self.config, self.home, thread, model=self.model_override, backend=self.backend
+        try:
+            thread = await asyncio.to_thread(
+                open_thread, self.config, self.home, self.start_thread, self.new_thread_id
             )
+        except (LogCorruptError, ThreadNotFoundError) as exc:
+            # The thread stays as it is on disk; work goes on in a new one.
+            thread = await asyncio.to_thread(open_thread, self.config, self.home, None)
+            self.call_after_refresh(self._cannot_open, str(exc))
+        self._attach(self._assemble(thread))
+
+    def _assemble(self, thread: Thread) -> Runtime:
+        return Runtime.assemble(
+            self.config, self.home, thread, model=self.model_override, backend=self.backend
+        )
+
+    def _cannot_open(self, problem: str) -> None:
+        self.query_one(Transcript).notice(
+            f"Could not open that thread: {problem}. Nothing was changed; repair or remove "
+            "that line of the log to open it. You are in a new thread.",
+            "error",
         )
 
     def _attach(self, runtime: Runtime) -> None:
@@ -357,6 +370,12 @@ class TroveApp(App[int]):
     def _help_notes(self) -> str:
         if not self.configured:
             return "No model is configured yet: see the panel in the transcript."
+        if self.backend is not None and not self.backend.tools_enabled:
+            return (
+                "This model gets no tools (task_note, history_search, history_read): "
+                "set model.tools: on to offer them. /compact, the archive and the "
+                "inspector still work."
+            )
         return ""
 
     @work(exclusive=True, group="threads")
@@ -371,17 +390,23 @@ class TroveApp(App[int]):
             await self.switch_thread(chosen)
 
     async def switch_thread(self, thread_id: str | None) -> None:
-        """Close this thread (its queue stays in its log) and open another or a new one."""
+        """Open another thread (or a new one), then close this one; its queue stays in its log."""
+        try:
+            thread = await asyncio.to_thread(open_thread, self.config, self.home, thread_id)
+        except (LogCorruptError, ThreadNotFoundError) as exc:
+            self._cannot_switch(str(exc))
+            return
         if self.runtime is not None:
             old = self.runtime
             self.runtime = None
             self._detach(old)
             await old.aclose()
-        thread = await asyncio.to_thread(open_thread, self.config, self.home, thread_id)
-        self._attach(
-            Runtime.assemble(
-                self.config, self.home, thread, model=self.model_override, backend=self.backend
-            )
+        self._attach(self._assemble(thread))
+
+    def _cannot_switch(self, problem: str) -> None:
+        self.query_one(Transcript).notice(
+            f"Could not open that thread: {problem}. Nothing was changed; you are still here.",
+            "error",
         )
 
     def action_copy_reply(self) -> None:

@@ -125,6 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_tui(config, home, thread_id=args.thread, backend=backend)
     except KeyboardInterrupt:
         return 130
+    except ConfigError as exc:
+        return _fail(str(exc), EXIT_USAGE)
     except ThreadNotFoundError as exc:
         return _fail(str(exc), EXIT_USAGE)
     except LogCorruptError as exc:

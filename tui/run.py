@@ -19,8 +19,17 @@ def run_tui(
             from engine.session import ThreadNotFoundError
 
             raise ThreadNotFoundError(f"no thread {thread_id!r} for user {config.user_id!r}")
+    from textual.theme import BUILTIN_THEMES
+
+    from engine.config import ConfigError
     from tui.app import TroveApp
 
+    if config.ui.theme not in BUILTIN_THEMES:
+        names = ", ".join(sorted(BUILTIN_THEMES))
+        raise ConfigError(
+            f"{config.source or 'config'}: ui.theme: expected one of {names}, "
+            f"got {config.ui.theme!r}"
+        )
     app = TroveApp(config, home, thread_id=thread_id, backend=backend)
     result = app.run()
     return result or 0

@@ -266,3 +266,61 @@ async def test_transcript_window_stays_bounded_both_ways(app_factory, monkeypatc
             await pilot.pause()
         assert shown()[-1] == "message 199" and len(shown()) <= 40
         assert transcript.is_anchored
+
+
+async def test_a_corrupt_thread_opens_a_new_one_with_a_notice(app_factory, tmp_path):
+    from engine.session import Thread
+
+    thread = Thread.create(tmp_path / "home", "local", "t-broken")
+    thread.log.append(k.USER_MESSAGE, text="kept on disk")
+    thread.close()
+    path = thread.dir / "session.jsonl"
+    path.write_text(path.read_text() + "{not json\n")
+    before = path.read_bytes()
+    app = app_factory()
+    app.start_thread = "t-broken"
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        assert app.runtime.thread.id != "t-broken"
+        errors = [n.text for n in app.query(Notice) if n.has_class("-error")]
+        assert errors and "session.jsonl:2" in errors[0] and "Nothing was changed" in errors[0]
+    assert path.read_bytes() == before
+
+
+async def test_alt_enter_steers_the_running_turn(app_factory, server):
+    from engine.tools import ToolBox
+    from tests.support import echo_tool
+
+    server.script(
+        s.tool_calls([("echo", {"text": "x"})]), s.text("done", hold="before"), s.text("ok")
+    )
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        app.runtime.driver.tools = ToolBox([echo_tool()])
+        await type_text(pilot, "start")
+        await pilot.press("enter")
+        await server.wait_requests(2)
+        await type_text(pilot, "steer this")
+        await pilot.press("alt+enter")
+        await pilot.pause()
+        server.release()
+        await settle(pilot)
+        steered = [
+            e for e in of_kind(app.runtime.thread.log.events, k.USER_MESSAGE) if e.get("placement")
+        ]
+        assert [(e["text"], e["placement"]) for e in steered] == [("steer this", "next-step")]
+        assert len(of_kind(app.runtime.thread.log.events, k.TURN_START)) == 1
+
+
+def test_an_unknown_theme_is_a_config_error(tmp_path):
+    import pytest
+
+    from engine.config import ConfigError, parse_config
+    from tui.run import run_tui
+
+    config = parse_config({"ui": {"theme": "no-such-theme"}}, source="c.yaml", env={})
+    with pytest.raises(ConfigError) as err:
+        run_tui(config, tmp_path)
+    assert "ui.theme" in str(err.value) and "textual-dark" in str(err.value)
+    assert "\n" not in str(err.value)
