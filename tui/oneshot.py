@@ -17,8 +17,6 @@ async def _oneshot(
     printer = StreamPrinter()
     runtime = Runtime.open(config, home, thread_id=thread_id, backend=backend)
     printer.attach(runtime)
-    for notice in runtime.notices:
-        printer.notice(notice)
     try:
         runtime.driver.send(prompt)
         await runtime.driver.when_idle()

@@ -142,8 +142,6 @@ async def _plain(
     printer = StreamPrinter()
     runtime = Runtime.open(config, home, thread_id=thread_id, backend=backend)
     printer.attach(runtime)
-    for notice in runtime.notices:
-        printer.notice(notice)
     repl = PlainRepl(runtime, printer)
     try:
         if sys.stdin.isatty():

@@ -22,8 +22,11 @@ class StreamPrinter:
         self._mid_line = False
 
     def attach(self, runtime: Runtime) -> None:
+        """Follow the runtime's output; what opening the thread reported comes first."""
         runtime.driver.observers.append(self)
         runtime.thread.log.listeners.append(self.on_event)
+        for notice in runtime.notices:
+            self.notice(notice)
 
     # Observer protocol --------------------------------------------------------
 

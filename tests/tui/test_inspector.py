@@ -78,11 +78,17 @@ def with_continuity(app: TroveApp, **fields: Any) -> TroveApp:
 async def idle(pilot: Pilot[Any]) -> None:
     """Wait until no inspector read is in flight (workers, not sleeps)."""
     app = pilot.app
-    while True:
+    quiet = 0
+    # A finished read posts its result, whose handler may start the next read
+    # (batches → the highlighted batch's sources): only several quiet passes
+    # in a row mean the pane has settled.
+    while quiet < 3:
         await pilot.pause()
         pending = [w for w in app.workers if isinstance(w.node, InspectorTab) and not w.is_finished]
         if not pending:
-            break
+            quiet += 1
+            continue
+        quiet = 0
         for worker in pending:
             with contextlib.suppress(WorkerCancelled, WorkerFailed):
                 await worker.wait()
