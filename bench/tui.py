@@ -403,7 +403,7 @@ async def _scenario_big(pilot: Pilot[Any], trove: bool, args: argparse.Namespace
     from textual.widget import Widget
 
     from tui.widgets.chat_message import AssistantMessage, UserMessage
-    from tui.widgets.transcript import LoadEarlier, Transcript
+    from tui.widgets.transcript import Transcript
 
     app: Any = pilot.app
     ready = await _wait_ready(app, trove)
@@ -448,20 +448,21 @@ async def _scenario_big(pilot: Pilot[Any], trove: bool, args: argparse.Namespace
     steps: list[float] = []
     budget = time.perf_counter() + args.load_budget
     while time.perf_counter() < budget:
-        found = transcript.query(LoadEarlier)
+        found = transcript.query("#load-earlier")
         if not found:
             break
         button = found.first()
         before = set(transcript.children)
+        start = transcript._start
         t0 = time.perf_counter()
         button.press()
-        await _until(lambda before=before: len(transcript.children) != len(before), 30)
+        await _until(lambda start=start: transcript._start != start, 30)
         fresh: list[Widget] = [w for w in transcript.children if w not in before]
         await asyncio.gather(*(w.wait_for_refresh() for w in fresh))
         await app.screen.wait_for_refresh()
         steps.append((time.perf_counter() - t0) * 1000)
     out["load_steps_ms"] = steps
-    out["all_loaded"] = not transcript.query(LoadEarlier)
+    out["all_loaded"] = not transcript.query("#load-earlier")
     out["mounted_all"] = mounted_messages()
     out["dom_nodes"] = sum(1 for _ in app.screen.walk_children(with_self=False))
     await asyncio.sleep(0.5)

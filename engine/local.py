@@ -23,14 +23,13 @@ import importlib.util
 import os
 import re
 import secrets
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.model import Completion, ModelClient, ModelError
+from engine.model import Completion, ModelClient, ModelError, import_openai
 
 __all__ = [
     "INSTALL_HINT",
@@ -276,8 +275,7 @@ class LocalModelClient(ModelClient):
 
     async def prepare(self) -> None:
         """Import ``openai`` in a thread; the server itself waits for the first request."""
-        if "openai" not in sys.modules:
-            await asyncio.to_thread(importlib.import_module, "openai")
+        await asyncio.to_thread(import_openai)
 
     async def complete(
         self,

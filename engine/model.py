@@ -16,7 +16,7 @@ import asyncio
 import importlib
 import os
 import re
-import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -50,6 +50,20 @@ _OVERFLOW_CODES = {
     "exceed_context_size_error",
     "string_above_max_length",
 }
+
+
+_IMPORT_LOCK = threading.Lock()
+
+
+def import_openai() -> Any:
+    """The openai module, imported once even when callers race from two threads.
+
+    `"openai" in sys.modules` is true as soon as an import *starts*, so a
+    second caller must not take the module from there: it waits on this lock
+    until the first import has finished executing.
+    """
+    with _IMPORT_LOCK:
+        return importlib.import_module("openai")
 
 
 YIELD_EVERY = 0.004
@@ -150,11 +164,8 @@ class ModelClient:
         """
         if self._client is not None:
             return
-        if "openai" in sys.modules:
-            mod = sys.modules["openai"]
-        else:
-            # A worker thread keeps the ~1 s import from freezing the UI loop.
-            mod = await asyncio.to_thread(importlib.import_module, "openai")
+        # A worker thread keeps the ~1 s import from freezing the UI loop.
+        mod = await asyncio.to_thread(import_openai)
         if self._client is not None:  # another caller finished first
             return
         key = self.api_key or os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY

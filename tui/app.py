@@ -32,7 +32,6 @@ from engine.log import Event, LogCorruptError
 from engine.runtime import Runtime, open_thread
 from engine.session import Thread, ThreadNotFoundError, fork_thread, list_threads
 from tui.messages import OpenBatch, PromptSubmitted, QueueItemEdit, QueueItemRemove
-from tui.widgets.chat_message import AssistantMessage
 from tui.widgets.first_run import FirstRunPanel
 from tui.widgets.prompt_input import PromptInput
 from tui.widgets.slash_menu import SlashMenu
@@ -410,7 +409,7 @@ class TroveApp(App[int]):
         )
 
     def action_copy_reply(self) -> None:
-        replies = list(self.query(AssistantMessage))
+        replies = list(self.query("AssistantMessage, PastReply"))
         if not replies:
             self.notify("No reply to copy yet.")
             return
@@ -470,7 +469,7 @@ class TroveApp(App[int]):
 
         @registry.add("copy", "copy the last reply (or: /copy code)", takes_args=True)
         async def _copy(args: str) -> str:
-            replies = list(self.query(AssistantMessage))
+            replies = list(self.query("AssistantMessage, PastReply"))
             if not replies:
                 raise CommandError("No reply to copy yet.")
             text = replies[-1].text

@@ -92,6 +92,30 @@ class AssistantMessage(Markdown):
             self.add_class("-cancelled")
 
 
+class PastReply(Static):
+    """A reply replayed from the log: one widget, rendered once.
+
+    A Markdown widget builds a child per block, which is right for the reply
+    being streamed but costs hundreds of KB per message when a long thread is
+    scrolled back; a finished reply only needs to be drawn.
+    """
+
+    DEFAULT_CSS = """
+    PastReply {
+        margin: 1 0 0 0;
+        padding: 0 1;
+    }
+    PastReply.-cancelled { border-left: outer $warning; }
+    """
+
+    def __init__(self, text: str, *, seq: int | None = None) -> None:
+        from rich.markdown import Markdown as RichMarkdown
+
+        super().__init__(RichMarkdown(text))
+        self.text = text
+        self.seq = seq
+
+
 class Notice(Static):
     """Something the app says, not chat: results, errors, hints."""
 

@@ -17,7 +17,7 @@ from textual.widgets import Button
 
 from engine import log as k
 from engine.log import Event
-from tui.widgets.chat_message import AssistantMessage, Notice, UserMessage
+from tui.widgets.chat_message import AssistantMessage, Notice, PastReply, UserMessage
 from tui.widgets.checkpoint_block import CheckpointBlock
 from tui.widgets.tool_block import ToolBlock
 
@@ -86,7 +86,11 @@ class Transcript(VerticalScroll):
                 reply.seq = event["seq"]
                 self._spawn(reply.finish(content, cancelled=bool(event.get("cancelled"))))
             elif content:
-                message = AssistantMessage(content, seq=event["seq"])
+                message: Widget = (
+                    AssistantMessage(content, seq=event["seq"])
+                    if live
+                    else PastReply(content, seq=event["seq"])
+                )
                 if event.get("cancelled"):
                     message.add_class("-cancelled")
                 out.append(message)
