@@ -19,6 +19,7 @@ from typing import Any, Literal, NewType, Protocol
 
 from engine import log as k
 from engine.log import SessionLog
+from engine.model import ContextOverflowError, ModelError
 from engine.surface import Message, Surface
 from engine.tools import ToolBox
 
@@ -308,12 +309,8 @@ class Driver:
             return await self.model.complete(
                 await self.request_messages(), tools=tools, on_delta=on_delta
             )
-        except Exception as exc:
-            from engine.model import ContextOverflowError
-
-            if not isinstance(exc, ContextOverflowError) or self.hooks is None:
-                raise
-            if not await self.hooks.on_overflow(self, turn):
+        except ContextOverflowError:
+            if self.hooks is None or not await self.hooks.on_overflow(self, turn):
                 raise
         self._partial = []
         return await self.model.complete(
@@ -366,8 +363,6 @@ class Driver:
                     k.TOOL_RESULT, call_id=call.id, name=call.name, content="error: cancelled"
                 )
         except Exception as exc:
-            from engine.model import ModelError
-
             status = "error"
             error = str(exc) if isinstance(exc, ModelError) else f"{type(exc).__name__}: {exc}"
         finally:

@@ -11,7 +11,7 @@ import contextlib
 import gc
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -276,6 +276,3 @@ class SessionLog:
         if self._fh is not None:
             self._fh.close()
             self._fh = None
-
-    def since(self, seq: int) -> Iterable[Event]:
-        return self.events[seq:]

@@ -9,7 +9,6 @@ lower than the checkpoint's.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -183,8 +182,3 @@ class Surface:
                     or {"role": "tool", "tool_call_id": call_id, "content": INTERRUPTED_RESULT}
                 )
         return out
-
-
-def render(messages: list[Message]) -> str:
-    """A compact text form of messages, for summarization prompts and tests."""
-    return "\n".join(json.dumps(m, ensure_ascii=False) for m in messages)
