@@ -324,7 +324,7 @@ async def _scenario_stream(pilot: Pilot[Any], trove: bool, args: argparse.Namesp
     from textual.widgets._markdown import MarkdownBlock
 
     from tests.scripted_server import words
-    from tui.widgets.chat_message import AssistantMessage
+    from tui.widgets.assistant_message import AssistantMessage
     from tui.widgets.prompt_input import PromptInput
     from tui.widgets.transcript import Transcript
 
@@ -402,7 +402,7 @@ async def _scenario_big(pilot: Pilot[Any], trove: bool, args: argparse.Namespace
 
     from textual.widget import Widget
 
-    from tui.widgets.chat_message import AssistantMessage, UserMessage
+    from tui.widgets.chat_message import PastReply, UserMessage
     from tui.widgets.transcript import Transcript
 
     app: Any = pilot.app
@@ -411,7 +411,7 @@ async def _scenario_big(pilot: Pilot[Any], trove: bool, args: argparse.Namespace
     transcript = app.query_one(Transcript)
 
     def mounted_messages() -> int:
-        return len(transcript.query(UserMessage)) + len(transcript.query(AssistantMessage))
+        return len(transcript.query(UserMessage)) + len(transcript.query(PastReply))
 
     out: dict[str, Any] = {
         "ready": ready,

@@ -32,7 +32,6 @@ from engine.log import Event, LogCorruptError
 from engine.runtime import Runtime, open_thread
 from engine.session import Thread, ThreadNotFoundError, fork_thread, list_threads
 from tui.messages import OpenBatch, PromptSubmitted, QueueItemEdit, QueueItemRemove
-from tui.widgets.first_run import FirstRunPanel
 from tui.widgets.prompt_input import PromptInput
 from tui.widgets.slash_menu import SlashMenu
 from tui.widgets.status_strip import StatusStrip
@@ -146,6 +145,8 @@ class TroveApp(App[int]):
         transcript = self.query_one(Transcript)
         transcript.remove_children()
         if not self.configured:
+            from tui.widgets.first_run import FirstRunPanel
+
             transcript.mount(FirstRunPanel(self.config_label))
         transcript.load(runtime.thread.log.events)
         for notice in runtime.notices:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from textual.containers import VerticalScroll
 from textual.widget import Widget
@@ -17,14 +18,23 @@ from textual.widgets import Button
 
 from engine import log as k
 from engine.log import Event
-from tui.widgets.chat_message import AssistantMessage, Notice, PastReply, UserMessage
+from tui.widgets.chat_message import Notice, PastReply, UserMessage
 from tui.widgets.checkpoint_block import CheckpointBlock
 from tui.widgets.tool_block import ToolBlock
+
+if TYPE_CHECKING:
+    from tui.widgets.assistant_message import AssistantMessage
 
 HIGH_WATER = 400
 """Widgets kept mounted; beyond this the oldest are pruned (Toad keeps ~1,500 lines)."""
 CHUNK = 150
 """Events rendered per "load earlier" step and on opening a thread."""
+
+
+def _assistant_message() -> type[AssistantMessage]:
+    from tui.widgets.assistant_message import AssistantMessage
+
+    return AssistantMessage
 
 
 class LoadButton(Button):
@@ -87,7 +97,7 @@ class Transcript(VerticalScroll):
                 self._spawn(reply.finish(content, cancelled=bool(event.get("cancelled"))))
             elif content:
                 message: Widget = (
-                    AssistantMessage(content, seq=event["seq"])
+                    _assistant_message()(content, seq=event["seq"])
                     if live
                     else PastReply(content, seq=event["seq"])
                 )
@@ -149,7 +159,7 @@ class Transcript(VerticalScroll):
         if self._end < len(self.events):
             return
         if self._reply is None:
-            self._reply = AssistantMessage()
+            self._reply = _assistant_message()()
             self.mount(self._reply)
         self._reply.write(text)
 
