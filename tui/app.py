@@ -38,6 +38,9 @@ from tui.widgets.status_strip import StatusStrip
 from tui.widgets.title_bar import TitleBar
 from tui.widgets.transcript import Transcript
 
+WARM_AFTER = 1.0
+"""Seconds after a thread opens before the model client's import is paid."""
+
 NARROW = 80
 """Below this width the inspector takes the whole screen."""
 
@@ -156,7 +159,11 @@ class TroveApp(App[int]):
         inspector = self._inspector()
         if inspector is not None:
             inspector.bind_runtime(runtime)
-        self.run_worker(self._warm(runtime), group="warm", exit_on_error=False)
+        # After the first frames, not during them: the import competes for the GIL.
+        self.set_timer(
+            WARM_AFTER,
+            lambda: self.run_worker(self._warm(runtime), group="warm", exit_on_error=False),
+        )
 
     async def _warm(self, runtime: Runtime) -> None:
         """Pay the model client's import before the first prompt, not on it."""
