@@ -70,7 +70,9 @@ def _attach_continuity(
     if offer_tools:
         for tool in build_tools(context):
             driver.tools.add(tool)
-        driver.system_prompt = f"{driver.system_prompt}\n\n{AUTHORITY_CONTRACT}"
+        driver.system_prompt = "\n\n".join(
+            p for p in (driver.system_prompt, AUTHORITY_CONTRACT) if p
+        )
         driver.context = context_builder(context)
     return context
 
@@ -122,8 +124,15 @@ class Runtime:
             tools = backend.tools_enabled
         window = backend.context_window if backend is not None else config.model.context_window
         compaction = CompactService(client, config.compaction, context_window=window)
+        # A tiny local model answers far better under the default system prompt
+        # its own chat template supplies when the request carries none.
+        local = backend is not None and backend.kind == "local"
         driver = Driver(
-            thread.log, client, tools=ToolBox(), system_prompt=SYSTEM_PROMPT, hooks=compaction
+            thread.log,
+            client,
+            tools=ToolBox(),
+            system_prompt="" if local else SYSTEM_PROMPT,
+            hooks=compaction,
         )
         continuity = None
         if config.task_continuity.enabled:

@@ -229,3 +229,22 @@ async def test_a_broken_model_file_fails_in_one_line(tmp_path: Path) -> None:
     text = str(info.value)
     assert "broken.gguf" in text and "\n" not in text
     assert not client.server.running
+
+
+async def test_local_requests_carry_no_system_prompt(tmp_path: Path) -> None:
+    """SmolLM2 answers sensibly only under its template's own default system prompt."""
+    config = parse_config({}, source="test", env={})
+    backend = choose_backend(config, {}, force_local=True)
+    runtime = Runtime.open(config, tmp_path, backend=backend)
+    try:
+        messages = await runtime.driver.request_messages()
+        assert all(m["role"] != "system" for m in messages)
+        remote = Runtime.open(
+            config,
+            tmp_path / "remote",
+            model=ModelClient(base_url="http://127.0.0.1:9/v1", api_key="k", model="m"),
+        )
+        assert (await remote.driver.request_messages())[0]["role"] == "system"
+        await remote.aclose()
+    finally:
+        await runtime.aclose()
