@@ -25,8 +25,8 @@ from tui.inspector.status_words import BATCH, batch_label, batch_meaning, histor
 from tui.inspector.tab import InspectorTab, Stale
 
 LEGEND = (
-    "msgs: messages archived · omit.: messages left out (over max_records_per_batch) · "
-    "trunc.: messages cut short (over max_record_chars)"
+    "msgs: messages archived · left/cut: messages left out (over max_records_per_batch) "
+    "/ cut short (over max_record_chars)"
 )
 EMPTY = (
     "Nothing has been compacted in this thread yet. After /compact (or an automatic "
@@ -88,12 +88,12 @@ class BatchesTab(InspectorTab):
 
     def on_mount(self) -> None:
         table = self.query_one(BatchTable)
-        table.add_column("#", key="batch")
-        table.add_column("time", key="time")
-        table.add_column("msgs", key="records")
-        table.add_column("state", key="state")
-        table.add_column("omit.", key="omitted")
-        table.add_column("trunc.", key="truncated")
+        # Fixed widths: the layout never depends on whether rows have arrived.
+        table.add_column("#", key="batch", width=3)
+        table.add_column("time", key="time", width=12)
+        table.add_column("msgs", key="records", width=4)
+        table.add_column("state", key="state", width=10)
+        table.add_column("left/cut", key="limits", width=8)
 
     # -- down: the inspector's calls ------------------------------------------
 
@@ -151,8 +151,7 @@ class BatchesTab(InspectorTab):
                 Text(when(row.created)),
                 Text(str(row.records)),
                 Text(BATCH[row.state][0]),
-                Text(str(row.omitted)),
-                Text(trunc),
+                Text(f"{row.omitted}/{trunc}"),
                 key=str(row.batch),
             )
         if not rows:
