@@ -139,7 +139,7 @@ class PlainRepl:
 async def _plain(
     config: Config, home: Path, thread_id: str | None, backend: Backend | None = None
 ) -> int:
-    printer = StreamPrinter()
+    printer = StreamPrinter(whole_lines=sys.stdin.isatty())
     runtime = Runtime.open(config, home, thread_id=thread_id, backend=backend)
     printer.attach(runtime)
     repl = PlainRepl(runtime, printer)

@@ -6,6 +6,7 @@ one line each, so `trove -p … > answer.txt` captures only the answer.
 
 from __future__ import annotations
 
+import shutil
 import sys
 from typing import TextIO
 
@@ -15,11 +16,25 @@ from engine.runtime import Runtime
 
 
 class StreamPrinter:
-    def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
-        self.out = out or sys.stdout
-        self.err = err or sys.stderr
+    def __init__(
+        self, out: TextIO | None = None, err: TextIO | None = None, *, whole_lines: bool = False
+    ) -> None:
+        self._out = out
+        self._err = err
         self.errors: list[str] = []
         self._mid_line = False
+        self.whole_lines = whole_lines
+        """At a live prompt, partial lines would be drawn into the prompt's line."""
+        self._pending = ""
+
+    @property
+    def out(self) -> TextIO:
+        """Looked up per write: at a live prompt, sys.stdout is prompt-toolkit's proxy."""
+        return self._out or sys.stdout
+
+    @property
+    def err(self) -> TextIO:
+        return self._err or sys.stderr
 
     def attach(self, runtime: Runtime) -> None:
         """Follow the runtime's output; what opening the thread reported comes first."""
@@ -31,6 +46,11 @@ class StreamPrinter:
     # Observer protocol --------------------------------------------------------
 
     def on_delta(self, turn: int, text: str) -> None:
+        if self.whole_lines:
+            self._pending += text
+            text = self._take_lines()
+            if not text:
+                return
         self.out.write(text)
         self.out.flush()
         self._mid_line = not text.endswith("\n")
@@ -40,7 +60,29 @@ class StreamPrinter:
 
     # Log listener -------------------------------------------------------------
 
+    def _take_lines(self) -> str:
+        """Complete lines, wrapping a long paragraph at the terminal's width so it
+        still streams a line at a time."""
+        width = max(20, shutil.get_terminal_size().columns - 1)
+        out: list[str] = []
+        while True:
+            newline = self._pending.find("\n")
+            if 0 <= newline <= width:
+                out.append(self._pending[: newline + 1])
+                self._pending = self._pending[newline + 1 :]
+            elif len(self._pending) > width:
+                cut = self._pending.rfind(" ", 0, width + 1)
+                cut = cut if cut > 0 else width
+                out.append(self._pending[:cut] + "\n")
+                self._pending = self._pending[cut:].lstrip(" ")
+            else:
+                return "".join(out)
+
     def _end_line(self) -> None:
+        if self._pending:
+            self.out.write(self._pending)
+            self._pending = ""
+            self._mid_line = True
         if self._mid_line:
             self.out.write("\n")
             self.out.flush()
