@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from tests.cli_support import Env, write_config
 from tests.scripted_server import ScriptedServer
 
 
@@ -14,3 +16,11 @@ def server() -> Iterator[ScriptedServer]:
     """A started scripted OpenAI-compatible server, so tests use real sockets and SSE."""
     with ScriptedServer() as srv:
         yield srv
+
+
+@pytest.fixture
+def env(tmp_path: Path, server: ScriptedServer) -> Env:
+    """A home and a config that point `trove` at the scripted server."""
+    config = tmp_path / "config.yaml"
+    write_config(config, server.base_url)
+    return Env(tmp_path / "home", config)

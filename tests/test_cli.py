@@ -7,11 +7,7 @@ this process over real sockets; nothing is patched.
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -19,60 +15,9 @@ import pytest
 from engine import log as k
 from engine.log import Event, read_events
 from tests import scripted_server as s
+from tests.cli_support import Env, trove, write_config
 from tests.scripted_server import ScriptedServer
 from tests.support import chat_messages
-
-REPO = Path(__file__).resolve().parent.parent
-TIMEOUT = 30
-
-
-@dataclass
-class Env:
-    home: Path
-    config: Path
-
-    @property
-    def common(self) -> list[str]:
-        return ["--home", str(self.home), "--config", str(self.config)]
-
-
-def _clean_env() -> dict[str, str]:
-    """The caller's environment without anything that would redirect the client or data."""
-    return {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith("OPENAI_") and key != "TROVE_HOME"
-    }
-
-
-def trove(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tui.cli", *args],
-        input=stdin if stdin is not None else "",
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=_clean_env(),
-        timeout=TIMEOUT,
-    )
-
-
-def _write_config(path: Path, base_url: str) -> None:
-    path.write_text(
-        "model:\n"
-        f"  base_url: {base_url}\n"
-        "  api_key: test-key\n"
-        "  name: scripted-model\n"
-        "  max_retries: 0\n",
-        encoding="utf-8",
-    )
-
-
-@pytest.fixture
-def env(tmp_path: Path, server: ScriptedServer) -> Env:
-    config = tmp_path / "config.yaml"
-    _write_config(config, server.base_url)
-    return Env(tmp_path / "home", config)
 
 
 def _logs(home: Path, user: str = "local") -> list[Path]:
@@ -274,7 +219,7 @@ def test_bad_config_exits_2_with_one_line_naming_file_and_key(
 def test_unreachable_server_gives_one_clear_line_and_exit_1(tmp_path: Path, mode: str) -> None:
     port = _dead_port()
     config = tmp_path / "config.yaml"
-    _write_config(config, f"http://127.0.0.1:{port}/v1")
+    write_config(config, f"http://127.0.0.1:{port}/v1")
     args = [mode, "hi"] if mode == "-p" else [mode]
     result = trove("--home", str(tmp_path / "home"), "--config", str(config), *args, stdin="hi\n")
     assert result.returncode == 1, (result.stdout, result.stderr)

@@ -14,8 +14,8 @@ from engine.log import read_events
 from engine.runtime import Runtime
 from engine.session import fork_thread
 from tests import scripted_server as s
+from tests.cli_support import Env, trove
 from tests.support import client_for, of_kind
-from tests.test_cli import Env, env, trove  # noqa: F401  (env is a fixture)
 
 CODE = "ZX-4471-QK"
 CHINESE = "会议改在北京饭店举行"
@@ -32,7 +32,7 @@ def _compact_session(where: Env, server) -> None:
     assert result.returncode == 0, result.stderr
 
 
-def test_exact_code_and_chinese_phrase_after_compact(env: Env, server):  # noqa: F811
+def test_exact_code_and_chinese_phrase_after_compact(env: Env, server):
     _compact_session(env, server)
     found = trove("history", "search", CODE, "--json", *env.common)
     assert found.returncode == 0, found.stderr
@@ -56,7 +56,7 @@ def test_exact_code_and_chinese_phrase_after_compact(env: Env, server):  # noqa:
     assert isinstance(end["archive"]["batch"], int) and len(end["archive"]["scope"]) == 32
 
 
-def test_search_read_note_turn_then_trove_notes(env: Env, server):  # noqa: F811
+def test_search_read_note_turn_then_trove_notes(env: Env, server):
     _compact_session(env, server)
     found = json.loads(trove("history", "search", CODE, "--json", *env.common).stdout)
     source = found["results"][0]["id"]
