@@ -297,7 +297,6 @@ class Driver:
     async def _request(self, turn: int) -> Any:
         if self.hooks is not None:
             await self.hooks.before_request(self, turn)
-        self._partial = []
 
         def on_delta(text: str) -> None:
             self._partial.append(text)
@@ -305,17 +304,19 @@ class Driver:
                 observer.on_delta(turn, text)
 
         tools = self.tools.schemas() or None
-        try:
+
+        async def attempt() -> Any:
+            self._partial = []
             return await self.model.complete(
                 await self.request_messages(), tools=tools, on_delta=on_delta
             )
+
+        try:
+            return await attempt()
         except ContextOverflowError:
             if self.hooks is None or not await self.hooks.on_overflow(self, turn):
                 raise
-        self._partial = []
-        return await self.model.complete(
-            await self.request_messages(), tools=tools, on_delta=on_delta
-        )
+        return await attempt()  # once, on the compacted surface
 
     async def _turn(self, items: list[InboxItem]) -> None:
         turn = self.log.tail.last_turn + 1

@@ -416,12 +416,17 @@ class TroveApp(App[int]):
             "error",
         )
 
+    def _last_reply(self) -> str | None:
+        """The newest reply on screen, streamed or replayed."""
+        replies = self.query("AssistantMessage, PastReply")
+        return replies.last().text if replies else None  # type: ignore[attr-defined]
+
     def action_copy_reply(self) -> None:
-        replies = list(self.query("AssistantMessage, PastReply"))
-        if not replies:
+        text = self._last_reply()
+        if text is None:
             self.notify("No reply to copy yet.")
             return
-        copy_text(self, replies[-1].text)
+        copy_text(self, text)
         self.notify("Copied the last reply.")
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
@@ -477,10 +482,9 @@ class TroveApp(App[int]):
 
         @registry.add("copy", "copy the last reply (or: /copy code)", takes_args=True)
         async def _copy(args: str) -> str:
-            replies = list(self.query("AssistantMessage, PastReply"))
-            if not replies:
+            text = self._last_reply()
+            if text is None:
                 raise CommandError("No reply to copy yet.")
-            text = replies[-1].text
             if args == "code":
                 blocks = text.split("```")[1::2]
                 if not blocks:
