@@ -9,13 +9,14 @@ completion and the command palette all read one list.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import difflib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from engine import log as k
-from engine.log import SessionLog
+from engine.log import LogWriteError, SessionLog
 
 Handler = Callable[[str], Awaitable[str]]
 
@@ -50,6 +51,7 @@ class CommandRegistry:
     def __init__(self, log: SessionLog) -> None:
         self.log = log
         self._commands: dict[str, Command] = {}
+        self._running: set[asyncio.Task[Any]] = set()
 
     def register(self, command: Command) -> None:
         self._commands[command.name] = command
@@ -91,21 +93,48 @@ class CommandRegistry:
             command, args = self.resolve(text)
         except CommandError as exc:
             return CommandResult(text.strip().split()[0][1:], False, str(exc))
-        run = self.log.append(k.COMMAND_RUN, name=command.name, args=args)
+        try:
+            run = self.log.append(k.COMMAND_RUN, name=command.name, args=args)
+        except LogWriteError as exc:
+            return CommandResult(command.name, False, f"/{command.name} did not run: {exc}")
+        task = asyncio.current_task()
+        if task is not None:
+            self._running.add(task)
+        try:
+            return await self._run_logged(command, args, run["seq"])
+        finally:
+            if task is not None:
+                self._running.discard(task)
+
+    async def _run_logged(self, command: Command, args: str, run: int) -> CommandResult:
         try:
             result = await command.handler(args)
         except CommandError as exc:
-            self.log.append(k.COMMAND_DONE, name=command.name, run=run["seq"], error=str(exc))
+            self._done(command, run, error=str(exc))
             return CommandResult(command.name, False, str(exc))
         except asyncio.CancelledError:
-            self.log.append(k.COMMAND_DONE, name=command.name, run=run["seq"], error="cancelled")
+            self._done(command, run, error="cancelled")
             raise
         except Exception as exc:  # a command bug is reported, not a traceback
             text = f"/{command.name} failed: {type(exc).__name__}: {exc}"
-            self.log.append(k.COMMAND_DONE, name=command.name, run=run["seq"], error=text)
+            self._done(command, run, error=text)
             return CommandResult(command.name, False, text)
-        self.log.append(k.COMMAND_DONE, name=command.name, run=run["seq"], result=result)
+        self._done(command, run, result=result)
         return CommandResult(command.name, True, result)
+
+    def _done(self, command: Command, run: int, **fields: Any) -> None:
+        """The lifecycle's end; the result stands even when the disk cannot record it."""
+        with contextlib.suppress(LogWriteError):
+            self.log.append(k.COMMAND_DONE, name=command.name, run=run, **fields)
+
+    async def aclose(self) -> None:
+        """Cancel running commands and wait until each has unwound (its bracket closed)."""
+        current = asyncio.current_task()
+        tasks = [task for task in self._running if task is not current and not task.done()]
+        for task in tasks:
+            task.cancel("session closing")
+        if tasks:
+            await asyncio.wait(tasks)
 
     def help_text(self) -> str:
         width = max((len(c.name) + len(c.usage) for c in self), default=0) + 2

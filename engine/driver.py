@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, NewType, Protocol
 
 from engine import log as k
-from engine.log import SessionLog
+from engine.log import LogWriteError, SessionLog
 from engine.model import ContextOverflowError, ModelError
 from engine.surface import Message, Surface
 from engine.tools import ToolBox
@@ -61,9 +62,14 @@ class TurnHooks(Protocol):
 
 
 class Observer(Protocol):
+    """A front end following the driver. Its failures never reach a turn."""
+
     def on_delta(self, turn: int, text: str) -> None: ...
 
     def on_state(self) -> None: ...
+
+    def on_failure(self, text: str) -> None:
+        """A failure the log could not record (it could not be written); one line."""
 
 
 ContextBuilder = Callable[[list[Message]], Awaitable[list[Message]]]
@@ -89,7 +95,7 @@ class Driver:
         self.hooks = hooks
         self.context = context
         self.surface = Surface.from_events(log.events)
-        log.listeners.insert(0, self.surface.apply)
+        log.projections.insert(0, self.surface.apply)
         self.observers: list[Observer] = []
         self._inbox: list[InboxItem] = []
         self._steering: list[InboxItem] = []
@@ -146,8 +152,20 @@ class Driver:
 
     def _changed(self) -> None:
         self._update_idle()
+        self._tell("on_state")
+
+    def _tell(self, method: str, *args: Any) -> None:
+        """Call every observer; one that raises is reported and skipped, never raised here."""
         for observer in list(self.observers):
-            observer.on_state()
+            callback = getattr(observer, method, None)
+            if callback is None:
+                continue
+            try:
+                callback(*args)
+            except Exception as exc:
+                logging.getLogger("trove").warning(
+                    "observer %r failed in %s: %s: %s", observer, method, type(exc).__name__, exc
+                )
 
     # -- input ---------------------------------------------------------------
 
@@ -157,7 +175,9 @@ class Driver:
         """Accept input; it is durable and has its id before this returns.
 
         Next-step input steers the running turn when the driver accepts it;
-        otherwise it becomes an ordinary follow-up with the same id.
+        otherwise it becomes an ordinary follow-up with the same id. When the
+        log cannot take it (LogWriteError: disk full, read-only view) nothing
+        was accepted and the caller still holds the text.
         """
         if self._closed:
             raise DriverClosedError("the session is closed; input was not accepted")
@@ -185,8 +205,8 @@ class Driver:
         for queue in (self._inbox, self._steering):
             for item in queue:
                 if item.id == item_id:
-                    queue.remove(item)
                     self.log.append(k.INBOX_REMOVED, item_id=item_id)
+                    queue.remove(item)
                     self._changed()
                     return True
         return False
@@ -195,8 +215,8 @@ class Driver:
         """Change a queued item's text; its id and place are kept."""
         for item in self.inbox:
             if item.id == item_id:
-                item.text = text
                 self.log.append(k.INBOX_EDITED, item_id=item_id, text=text)
+                item.text = text
                 self._changed()
                 return True
         return False
@@ -291,8 +311,9 @@ class Driver:
 
     def _deliver_steering(self) -> None:
         while self._steering:
-            item = self._steering.pop(0)
+            item = self._steering[0]
             self.log.append(k.USER_MESSAGE, text=item.text, item_id=item.id, placement="next-step")
+            self._steering.pop(0)
 
     async def _request(self, turn: int) -> Any:
         if self.hooks is not None:
@@ -300,8 +321,7 @@ class Driver:
 
         def on_delta(text: str) -> None:
             self._partial.append(text)
-            for observer in list(self.observers):
-                observer.on_delta(turn, text)
+            self._tell("on_delta", turn, text)
 
         tools = self.tools.schemas() or None
 
@@ -319,14 +339,21 @@ class Driver:
         return await attempt()  # once, on the compacted surface
 
     async def _turn(self, items: list[InboxItem]) -> None:
+        """One turn. Whatever fails (the model, a tool, the disk), it ends with the
+        driver idle again, and input whose message never reached the log is
+        queued again (quietly), so nothing typed is lost."""
         turn = self.log.tail.last_turn + 1
         self._running_turn = turn
-        self.log.append(k.TURN_START, turn=turn, items=[item.id for item in items])
-        for item in items:
-            self.log.append(k.USER_MESSAGE, text=item.text, item_id=item.id)
         status, error = "ok", None
+        started = False
+        delivered: set[int] = set()
         pending_calls: list[Any] = []
         try:
+            self.log.append(k.TURN_START, turn=turn, items=[item.id for item in items])
+            started = True
+            for item in items:
+                self.log.append(k.USER_MESSAGE, text=item.text, item_id=item.id)
+                delivered.add(item.id)
             while True:
                 self._deliver_steering()
                 completion = await self._request(turn)
@@ -352,42 +379,75 @@ class Driver:
                     break
         except asyncio.CancelledError:
             status = "cancelled"
-            if self._partial:
-                self.log.append(
-                    k.ASSISTANT_MESSAGE,
-                    content="".join(self._partial),
-                    tool_calls=[],
-                    cancelled=True,
-                )
-            for call in pending_calls:
-                self.log.append(
-                    k.TOOL_RESULT, call_id=call.id, name=call.name, content="error: cancelled"
-                )
+            if started:
+                self._close_interrupted(pending_calls, "error: cancelled", cancelled=True)
+        except LogWriteError as exc:
+            status, error = "error", f"the turn stopped: {exc}"
         except Exception as exc:
             status = "error"
             error = str(exc) if isinstance(exc, ModelError) else f"{type(exc).__name__}: {exc}"
+            if started:
+                self._close_interrupted(pending_calls, f"error: {error}")
         finally:
             self._partial = []
-            fields: dict[str, Any] = {"turn": turn, "status": status}
-            if error is not None:
-                fields["error"] = error
-            self.log.append(k.TURN_END, **fields)
+            if started:
+                fields: dict[str, Any] = {"turn": turn, "status": status}
+                if error is not None:
+                    fields["error"] = error
+                if not self._try_append(k.TURN_END, **fields) and error is not None:
+                    self._tell("on_failure", error)
+            elif error is not None:
+                self._tell("on_failure", error)
             self._running_turn = None
+            # Input that never became a message goes back to the queue, quiet: it
+            # is still in the log as queued, and the user decides when to resend.
+            returned = [
+                InboxItem(item.id, item.text, False, item.placement)
+                for item in items
+                if item.id not in delivered
+            ]
             # Steering that arrived too late for this turn becomes a follow-up.
-            self._inbox = sorted([*self._steering, *self._inbox], key=lambda item: item.id)
+            self._inbox = sorted(
+                [*returned, *self._steering, *self._inbox], key=lambda item: item.id
+            )
             self._steering = []
             self._turn_task = None
             self._arm()
             self._changed()
 
+    def _close_interrupted(
+        self, pending_calls: list[Any], result: str, *, cancelled: bool = False
+    ) -> None:
+        """Keep what an interrupted request streamed, and answer its open tool calls."""
+        if self._partial:
+            marks = {"cancelled": True} if cancelled else {"interrupted": True}
+            self._try_append(
+                k.ASSISTANT_MESSAGE, content="".join(self._partial), tool_calls=[], **marks
+            )
+        for call in pending_calls:
+            self._try_append(k.TOOL_RESULT, call_id=call.id, name=call.name, content=result)
+
+    def _try_append(self, kind: str, **fields: Any) -> bool:
+        """An append during clean-up: a disk failure must not stop the clean-up."""
+        try:
+            self.log.append(kind, **fields)
+        except LogWriteError as exc:
+            self._tell("on_failure", str(exc))
+            return False
+        return True
+
     # -- teardown ------------------------------------------------------------
 
-    async def aclose(self) -> None:
-        """Drain the driver's own activity; never wait on a reservation holder."""
+    def close_admission(self) -> None:
+        """No new turn starts from here on (shutdown): queued input stays queued."""
         self._closed = True
         if self._claim is not None:
             self._claim.cancel()
             self._claim = None
+
+    async def aclose(self) -> None:
+        """Drain the driver's own activity; never wait on a reservation holder."""
+        self.close_admission()
         task = self._turn_task
         if task is not None:
             task.cancel("session closing")

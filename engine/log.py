@@ -8,8 +8,10 @@ derived from it by replay, so a reader only ever needs this file.
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import json
+import logging
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -202,11 +204,75 @@ def _torn_copy(path: Path, seq: int) -> Path:
     return keep
 
 
+class LogWriteError(OSError):
+    """An append that did not happen: the file is byte for byte as before it.
+
+    An OSError (ENOSPC, EDQUOT, EFBIG, EIO, EROFS …) with the log's path, so
+    callers that already treat disk failures as OSError keep working. A log
+    opened read-only raises it too, with the reason as the whole message.
+    """
+
+    def __init__(self, path: Path, cause: OSError | str, *, read_only: bool = False) -> None:
+        reason = cause if isinstance(cause, str) else (cause.strerror or str(cause))
+        code = errno.EROFS if read_only else (getattr(cause, "errno", 0) or 0)
+        self.path = path
+        self.reason = reason
+        self.message = reason if read_only else f"{path}: could not write to the log: {reason}"
+        super().__init__(code, self.message)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+ListenerErrorHandler = Callable[[Listener, Event, Exception], None]
+
+
+def _report_listener_error(listener: Listener, event: Event, exc: Exception) -> None:
+    """A front end's callback failed; the engine goes on and says so once, on the logger."""
+    logging.getLogger("trove").warning(
+        "a log listener (%s) failed on %s: %s: %s",
+        getattr(listener, "__qualname__", listener),
+        event.get("kind"),
+        type(exc).__name__,
+        exc,
+    )
+
+
+def _scrub(value: Any) -> Any:
+    """Lone surrogates (valid in JSON escapes, so a model can send them) cannot be
+    encoded as UTF-8; they become U+FFFD rather than failing the append."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(value, dict):
+        return {key: _scrub(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub(item) for item in value]
+    return value
+
+
+def encode_line(event: Event) -> bytes:
+    try:
+        return orjson.dumps(event) + b"\n"
+    except orjson.JSONEncodeError:
+        return orjson.dumps(_scrub(event)) + b"\n"
+
+
 class SessionLog:
     """One thread's log: replayed on open, appended one line per event.
 
     Each append reaches the OS before it returns (so a killed process keeps
     it); `flush()` adds the fsync that makes it survive a power cut.
+
+    An append is all or nothing: a write that fails part-way (disk full, a
+    file size limit, an I/O error) is cut back off the file before
+    `LogWriteError` is raised, so the next append continues with the right
+    seq on a clean line. If even that cut fails, the log stops taking appends
+    for the rest of the process rather than write after a partial line (the
+    file then loads with a torn tail).
+
+    Engine projections (the surface) run first and may raise: they are the
+    engine's own state. Listeners (front ends) are isolated: one that raises
+    is reported through `on_listener_error` and never reaches the caller.
     """
 
     def __init__(self, path: Path, *, clock: Clock = _utcnow) -> None:
@@ -215,64 +281,122 @@ class SessionLog:
         self.events: list[Event] = []
         self.tail = TailState()
         self.listeners: list[Listener] = []
+        self.projections: list[Listener] = []
+        self.on_listener_error: ListenerErrorHandler = _report_listener_error
         self.torn_report: str | None = None
-        self._fh: Any = None
+        self.read_only: str | None = None
+        """Why appends are refused (None: they are not): another process holds the thread."""
+        self._fd: int | None = None
+        self._size = 0
+        self._broken: str | None = None
 
     @classmethod
-    def open(cls, path: Path, *, clock: Clock = _utcnow) -> SessionLog:
+    def open(
+        cls, path: Path, *, clock: Clock = _utcnow, read_only: str | None = None
+    ) -> SessionLog:
         """Replay the file and keep it open for appends.
 
         A torn tail is cut off the file so the next append starts on a clean
         line; its bytes are kept beside the log, never silently dropped.
+        With `read_only` (the reason) the file is only read: nothing is cut,
+        and every append raises LogWriteError with that reason.
         """
         log = cls(path, clock=clock)
-        path.parent.mkdir(parents=True, exist_ok=True)
         loaded = read_events(path)
-        if loaded.torn is not None:
-            raw = path.read_bytes()[loaded.good_bytes :]
-            keep = _torn_copy(path, len(loaded.events) + 1)
-            with keep.open("xb") as fh:
-                fh.write(raw)
-            with path.open("r+b") as fh:
-                fh.truncate(loaded.good_bytes)
-            log.torn_report = loaded.torn + f" (kept in {keep.name})"
+        if read_only is None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if loaded.torn is not None:
+                raw = path.read_bytes()[loaded.good_bytes :]
+                keep = _torn_copy(path, len(loaded.events) + 1)
+                with keep.open("xb") as fh:
+                    fh.write(raw)
+                with path.open("r+b") as fh:
+                    fh.truncate(loaded.good_bytes)
+                log.torn_report = loaded.torn + f" (kept in {keep.name})"
+        else:
+            log.read_only = read_only
         log.events = loaded.events
         with paused_gc():
             for event in log.events:
                 log.tail.apply(event)
-        log._fh = path.open("a", encoding="utf-8")
+        if read_only is None:
+            log._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            log._size = os.fstat(log._fd).st_size
         return log
 
     @property
     def next_seq(self) -> int:
         return len(self.events) + 1
 
+    @property
+    def writable(self) -> bool:
+        return self._fd is not None and self.read_only is None and self._broken is None
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Follow every appended event; the returned callable stops it (idempotent)."""
+        self.listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                self.listeners.remove(listener)
+
+        return unsubscribe
+
     def append(self, kind: str, **fields: Any) -> Event:
-        """Write one event; listeners run after the line is written.
+        """Write one event; projections and listeners run after the line is written.
 
         A listener may append in turn (re-entrancy is allowed): the event it
         sees is already durable and already counted in `tail`.
         """
+        if self.read_only is not None:
+            raise LogWriteError(self.path, self.read_only, read_only=True)
+        if self._broken is not None:
+            raise LogWriteError(self.path, self._broken)
+        if self._fd is None:
+            raise LogWriteError(self.path, "the log is closed")
         event: Event = {"seq": self.next_seq, "ts": _format_ts(self.clock()), "kind": kind}
         event.update(fields)
-        line = orjson.dumps(event).decode() + "\n"
-        if self._fh is None:
-            raise RuntimeError(f"{self.path}: log is closed")
-        self._fh.write(line)
-        self._fh.flush()
+        self._write(encode_line(event))
         self.events.append(event)
         self.tail.apply(event)
+        for projection in self.projections:
+            projection(event)
         for listener in list(self.listeners):
-            listener(event)
+            try:
+                listener(event)
+            except Exception as exc:  # a front end's failure never reaches the engine
+                with contextlib.suppress(Exception):
+                    self.on_listener_error(listener, event, exc)
         return event
+
+    def _write(self, data: bytes) -> None:
+        assert self._fd is not None
+        written = 0
+        try:
+            while written < len(data):
+                written += self._raw_write(self._fd, data[written:])
+        except OSError as exc:
+            if written:
+                try:
+                    os.ftruncate(self._fd, self._size)
+                except OSError as undo:
+                    self._broken = (
+                        f"a failed write could not be undone ({undo.strerror or undo}); "
+                        "restart Trove to go on"
+                    )
+            raise LogWriteError(self.path, exc) from exc
+        self._size += written
+
+    def _raw_write(self, fd: int, data: bytes) -> int:
+        """The one system call appends go through (fault-injection tests replace it)."""
+        return os.write(fd, data)
 
     def flush(self) -> None:
         """fsync: the bytes are on disk, not just in the OS cache."""
-        if self._fh is not None:
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
+        if self._fd is not None:
+            os.fsync(self._fd)
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from engine.backend import Backend, choose_backend
 from engine.commands import CommandError, CommandRegistry
-from engine.compaction import CompactionError, CompactService
+from engine.compaction import CompactionCancelled, CompactionError, CompactService
 from engine.config import Config
 from engine.continuity import (
     AUTHORITY_CONTRACT,
@@ -26,6 +26,7 @@ from engine.continuity.capture import capture_hook
 from engine.driver import Driver
 from engine.model import ModelClient
 from engine.session import Thread
+from engine.thread_lock import ThreadLockedError
 from engine.tools import ToolBox
 
 SYSTEM_PROMPT = (
@@ -40,12 +41,37 @@ def make_model(config: Config) -> ModelClient:
 
 
 def open_thread(
-    config: Config, home: Path, thread_id: str | None = None, new_id: str | None = None
+    config: Config,
+    home: Path,
+    thread_id: str | None = None,
+    new_id: str | None = None,
+    *,
+    view_if_locked: bool = False,
 ) -> Thread:
-    """The blocking part of opening a thread (replay), safe to run in a worker thread."""
+    """The blocking part of opening a thread (replay, recovery), safe in a worker thread.
+
+    A thread another process writes raises ThreadLockedError, or with
+    `view_if_locked` opens as a read-only view that says why.
+    """
     if thread_id is None:
         return Thread.create(home, config.user_id, new_id)
-    return Thread.resume(home, config.user_id, thread_id)
+    try:
+        thread = Thread.resume(home, config.user_id, thread_id)
+    except ThreadLockedError as exc:
+        if not view_if_locked:
+            raise
+        return Thread.view(home, config.user_id, thread_id, f"read-only view: {exc}")
+    if config.task_continuity.enabled and thread.log.tail.stale_compacts:
+        _recover_archive(config, thread)
+    return thread
+
+
+def _recover_archive(config: Config, thread: Thread) -> None:
+    """A crash may have cut a compaction between its checkpoint and its archive write."""
+    from engine.continuity.recovery import recapture
+
+    with ArchiveStore(archive_path(thread.dir), config.task_continuity) as store:
+        recapture(thread.log, store, user_id=thread.user_id, thread_id=thread.id)
 
 
 def _attach_continuity(
@@ -164,11 +190,19 @@ class Runtime:
                 outcome = await self.compaction.compact_now(self.driver)
             except CompactionError as exc:
                 raise CommandError(str(exc)) from exc
+            except CompactionCancelled as late:
+                # The cancel came after the checkpoint was written: say what is true.
+                return late.outcome.describe() + " (The cancel came too late to stop it.)"
             if outcome is None:
                 return "Nothing to compact yet: the conversation is too short."
             return outcome.describe()
 
     async def aclose(self) -> None:
+        """Unwind first (commands such as /compact, then the turn), so every bracket
+        they opened is closed in the log; only then close the model and the log.
+        Queued prompts stay queued (in the log) for the next time."""
+        self.driver.close_admission()
+        await self.commands.aclose()
         await self.driver.aclose()
         await self.model.aclose()
         if self.continuity is not None and self.continuity.store is not None:

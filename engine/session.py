@@ -17,6 +17,7 @@ from pathlib import Path
 
 from engine import log as k
 from engine.log import SessionLog, read_events
+from engine.thread_lock import ThreadLock
 
 THREAD_ID = re.compile(r"[A-Za-z0-9._-]{1,80}")
 LOG_NAME = "session.jsonl"
@@ -92,7 +93,11 @@ def latest_thread(home: Path, user_id: str) -> str | None:
 
 @dataclass
 class Thread:
-    """An open thread: its identity, directory and log."""
+    """An open thread: its identity, directory and log.
+
+    A writable thread holds the thread's writer lock until `close()`; one
+    opened with `read_only` holds nothing and its log refuses appends.
+    """
 
     home: Path
     user_id: str
@@ -100,27 +105,61 @@ class Thread:
     dir: Path
     log: SessionLog
     resumed: bool
+    lock: ThreadLock | None = None
+
+    @property
+    def read_only(self) -> str | None:
+        return self.log.read_only
 
     @classmethod
     def create(cls, home: Path, user_id: str, thread_id: str | None = None) -> Thread:
         tid = thread_id or new_thread_id()
         directory = thread_dir(home, user_id, tid)
         directory.mkdir(parents=True, exist_ok=True)
-        return cls(home, user_id, tid, directory, SessionLog.open(directory / LOG_NAME), False)
+        lock = ThreadLock.acquire(directory, tid)
+        try:
+            log = SessionLog.open(directory / LOG_NAME)
+        except BaseException:
+            lock.release()
+            raise
+        return cls(home, user_id, tid, directory, log, False, lock)
 
     @classmethod
     def resume(cls, home: Path, user_id: str, thread_id: str) -> Thread:
-        """Replay the log and mark the seam with an end-seed."""
+        """Take the writer lock, replay the log and mark the seam with an end-seed.
+
+        The lock comes first: the end-seed is what makes an unmatched
+        compaction start stale, which is only true once no other process
+        can still be running it.
+        """
         directory = thread_dir(home, user_id, thread_id)
         if not (directory / LOG_NAME).is_file():
             raise ThreadNotFoundError(f"no thread {thread_id!r} for user {user_id!r}")
-        log = SessionLog.open(directory / LOG_NAME)
-        if log.events:
-            log.append(k.END_SEED, previous=len(log.events))
-        return cls(home, user_id, thread_id, directory, log, True)
+        lock = ThreadLock.acquire(directory, thread_id)
+        try:
+            log = SessionLog.open(directory / LOG_NAME)
+            if log.events:
+                log.append(k.END_SEED, previous=len(log.events))
+        except BaseException:
+            lock.release()
+            raise
+        return cls(home, user_id, thread_id, directory, log, True, lock)
+
+    @classmethod
+    def view(cls, home: Path, user_id: str, thread_id: str, reason: str) -> Thread:
+        """Open a thread another process writes: read it, never write it."""
+        directory = thread_dir(home, user_id, thread_id)
+        if not (directory / LOG_NAME).is_file():
+            raise ThreadNotFoundError(f"no thread {thread_id!r} for user {user_id!r}")
+        log = SessionLog.open(directory / LOG_NAME, read_only=reason)
+        return cls(home, user_id, thread_id, directory, log, True, None)
 
     def close(self) -> None:
-        self.log.close()
+        try:
+            self.log.close()
+        finally:
+            if self.lock is not None:
+                self.lock.release()
 
 
 def delete_thread(home: Path, user_id: str, thread_id: str) -> None:

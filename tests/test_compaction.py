@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from engine import log as k
 from engine.compaction import AbortSignal, CompactionError, InvalidRangeError
 from engine.config import parse_config
-from engine.log import SessionLog
+from engine.log import SessionLog, read_events
 from engine.runtime import Runtime
 from engine.session import Thread
+from engine.surface import Surface
 from tests import scripted_server as s
 from tests.support import chat_messages, client_for, kinds, of_kind
 
@@ -31,15 +34,22 @@ def config(server, **compaction: Any):
 
 
 class FaultyLog(SessionLog):
-    """A log whose disk fails on chosen kinds, and that records each fsync."""
+    """A log whose disk fills up part-way through the lines of chosen kinds
+    (half the line reaches the file, then ENOSPC), and that records each fsync."""
 
     fail_kinds: set[str]
     fail_flush = False
 
-    def append(self, kind: str, **fields: Any) -> dict[str, Any]:
-        if kind in self.fail_kinds:
+    cut_short = False
+
+    def _raw_write(self, fd: int, data: bytes) -> int:
+        if self.cut_short:  # the rest of the line: the disk is full now
+            self.cut_short = False
             raise OSError(28, "No space left on device")
-        return super().append(kind, **fields)
+        if orjson.loads(data)["kind"] in self.fail_kinds:
+            self.cut_short = True
+            return os.write(fd, data[: len(data) // 2])
+        return os.write(fd, data)
 
     def flush(self) -> None:
         self.flushes.append(len(self.events))
@@ -366,21 +376,28 @@ async def test_empty_summary_is_a_summary_error(tmp_path, server):
     await rt.aclose()
 
 
-async def test_commit_failure_says_the_surface_may_have_changed(tmp_path, server):
+@pytest.mark.parametrize("failing", [k.COMPACT_SUMMARY, k.USER_MESSAGE])
+async def test_commit_failure_says_exactly_what_changed(tmp_path, server, failing):
+    """Appends are all-or-nothing, so a commit that fails at either line leaves the
+    conversation as it was, and the text says so (not "may have partly changed")."""
     rt = open_runtime(tmp_path, server)
     await chat(rt, "one", "two")
-    rt.thread.log.fail_kinds = {k.COMPACT_SUMMARY}
+    before = [e.seq for e in rt.driver.surface.entries]
+    rt.thread.log.fail_kinds = {failing}
     server.script(s.text("summary"))
     with pytest.raises(CompactionError) as err:
         await rt.compaction.compact_now(rt.driver)
     assert err.value.kind == "commit"
     assert str(err.value) == (
-        "Compaction failed while replacing the summarized messages ([Errno 28] No space left "
-        "on device). The conversation may have partly changed; check the transcript before "
-        "going on."
+        "Compaction failed while replacing the summarized messages (No space left on device). "
+        "The conversation is unchanged; only the log records the attempt."
     )
     assert of_kind(rt.thread.log.events, k.COMPACT_END)[-1]["error"] == "commit"
+    assert [e.seq for e in rt.driver.surface.entries] == before
     await rt.aclose()
+    # The half-written line was cut back off: the log loads, seqs in order.
+    assert read_events(rt.thread.log.path).events == rt.thread.log.events
+    assert [e.seq for e in Surface.from_events(rt.thread.log.events).entries] == before
 
 
 async def test_failed_close_keeps_the_lock_and_skips_the_flush(tmp_path, server):

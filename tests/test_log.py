@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 
 from engine import log as k
-from engine.log import Event, LogCorruptError, SessionLog, TailState, read_events
+from engine.log import (
+    Event,
+    LogCorruptError,
+    LogWriteError,
+    SessionLog,
+    TailState,
+    read_events,
+)
 
 FIXED = datetime(2025, 3, 4, 5, 6, 7, 891234, tzinfo=UTC)
 
@@ -105,7 +112,7 @@ def test_append_after_close_raises_and_writes_nothing(tmp_path: Path) -> None:
     log = SessionLog.open(path)
     log.append(k.USER_MESSAGE, text="a")
     log.close()
-    with pytest.raises(RuntimeError):
+    with pytest.raises(LogWriteError, match="closed"):
         log.append(k.USER_MESSAGE, text="b")
     assert [e["text"] for e in read_events(path).events] == ["a"]
 

@@ -78,6 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from engine.config import ConfigError, default_home, load_config
     from engine.log import LogCorruptError
     from engine.session import ThreadNotFoundError
+    from engine.thread_lock import ThreadLockedError
 
     home: Path = args.home or default_home()
     try:
@@ -129,6 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(exc), EXIT_USAGE)
     except ThreadNotFoundError as exc:
         return _fail(str(exc), EXIT_USAGE)
+    except ThreadLockedError as exc:
+        return _fail(str(exc), EXIT_FAILURE)
     except LogCorruptError as exc:
         return _fail(f"{exc} (the log was not changed; repair or remove that line)", EXIT_FAILURE)
     except OSError as exc:

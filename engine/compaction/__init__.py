@@ -5,13 +5,14 @@ compaction all run `run_region`, whose `compact/start` … `compact/end`
 bracket in the session log is the only lock.
 """
 
-from engine.compaction.errors import CompactionError, ErrorKind
+from engine.compaction.errors import CompactionCancelled, CompactionError, ErrorKind
 from engine.compaction.service import AbortSignal, CompactService
 from engine.compaction.transaction import CompactOutcome, InvalidRangeError, Region, run_region
 
 __all__ = [
     "AbortSignal",
     "CompactOutcome",
+    "CompactionCancelled",
     "CompactService",
     "CompactionError",
     "ErrorKind",

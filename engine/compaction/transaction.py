@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from engine import log as k
-from engine.compaction.errors import CompactionError, busy
+from engine.compaction.errors import CompactionCancelled, CompactionError, busy, not_started
 from engine.compaction.prompt import checkpoint_text, clean_summary
 from engine.compaction.selection import Span, span_problem
-from engine.log import SessionLog
+from engine.log import LogWriteError, SessionLog
 from engine.offload import run_drained
 from engine.surface import Entry, Surface
 
@@ -85,21 +85,23 @@ async def run_region(
     if held is not None:
         raise busy(f"compaction started at log seq {held['seq']} has not ended")
     # 3. Take the lock: from here on every failure makes one close attempt.
-    start = log.append(
-        k.COMPACT_START,
-        turn=region.owner,
-        range={"first": span.first, "last": span.last},
-        seqs=list(span.seqs),
-        tokens=span.tokens,
-        stability=region.stability,
-    )
+    try:
+        start = log.append(
+            k.COMPACT_START,
+            turn=region.owner,
+            range={"first": span.first, "last": span.last},
+            seqs=list(span.seqs),
+            tokens=span.tokens,
+            stability=region.stability,
+        )
+    except LogWriteError as exc:
+        raise not_started(exc.reason) from exc
     wanted = set(span.seqs)
     entries = [entry for entry in surface.entries if entry.seq in wanted]
     version = surface.version
     error: CompactionError | None = None
     cancelled: asyncio.CancelledError | None = None
-    outcome: CompactOutcome | None = None
-    archive: dict[str, Any] | None = None
+    checkpoint: dict[str, Any] | None = None
     try:
         # 4. The expensive part, visible in the log while it runs.
         completion = await summarize(entries)
@@ -114,34 +116,58 @@ async def run_region(
         if problem is not None:
             raise CompactionError("changed", problem)
         # 6. Commit: the summary, then the checkpoint that takes the span's place.
+        checkpoint = _commit(log, start["seq"], span, entries, summary, completion)
+    except asyncio.CancelledError as exc:
+        cancelled = exc
+        error = CompactionError("summary", f"cancelled: {_reason(exc)}")
+    except CompactionError as exc:
+        error = exc
+    except Exception as exc:  # whatever the summarizer raised, the bracket still closes
+        error = CompactionError("summary", f"{type(exc).__name__}: {exc}")
+    # The archive write follows a committed checkpoint even through a
+    # cancellation: the originals have left the surface, and a cancel cannot
+    # undo that, so they are stored (or the failure recorded) before closing.
+    archive: dict[str, Any] | None = None
+    archive_error: str | None = None
+    if checkpoint is not None and capture is not None:
+        archive, archive_error, late = await _capture_through_cancel(capture, start["seq"], entries)
+        cancelled = cancelled or late
+    # 7. Exactly one close attempt, success or not.
+    fields: dict[str, Any] = {"start": start["seq"], "turn": region.owner}
+    if error is not None:
+        fields.update(error=error.kind, message=str(error))
+    if cancelled is not None:
+        fields["cancelled"] = _reason(cancelled)
+    if archive is not None:
+        fields["archive"] = archive
+    elif archive_error is not None:
+        fields["archive_error"] = archive_error
+    closed = True
+    try:
+        log.append(k.COMPACT_END, **fields)
+    except LogWriteError as exc:
+        # The start stays unmatched on purpose: it keeps blocking, and no flush.
+        closed = False
+        if error is None:
+            error = CompactionError(
+                "persistence",
+                f"the end marker could not be written: {exc.reason}",
+                state="applied",
+                lock_held=True,
+            )
+        else:
+            error = error.with_lock_held()
+    # 8. Durability for the caller that asked for it, closed attempts only.
+    if closed and region.flush:
         try:
-            summary_event = log.append(
-                k.COMPACT_SUMMARY,
-                start=start["seq"],
-                summary=summary,
-                raw=completion.content,
-                usage=completion.usage,
-                model=completion.model,
-                span={"first": span.first, "last": span.last},
-                replaced=list(span.seqs),
-                tokens=span.tokens,
-            )
-            text = checkpoint_text(summary, len(entries))
-            checkpoint = log.append(
-                k.USER_MESSAGE,
-                text=text,
-                checkpoint={
-                    "summary": summary_event["seq"],
-                    "start": start["seq"],
-                    "first": span.first,
-                    "last": span.last,
-                    "count": len(entries),
-                },
-            )
+            await run_drained(log.flush)
+        except asyncio.CancelledError as exc:  # the fsync itself was drained
+            cancelled = cancelled or exc
         except OSError as exc:
-            raise CompactionError("commit", str(exc)) from exc
-        if capture is not None:
-            archive = await capture(start["seq"], entries)
+            if error is None:
+                error = CompactionError("persistence", f"fsync failed: {exc}")
+    outcome = None
+    if checkpoint is not None:
         outcome = CompactOutcome(
             start=start["seq"],
             checkpoint=checkpoint["seq"],
@@ -150,42 +176,75 @@ async def run_region(
             tokens_after=_tokens_of(surface, checkpoint),
             archive=archive,
         )
-    except asyncio.CancelledError as exc:
-        cancelled = exc
-        if outcome is None:
-            reason = str(exc.args[0]) if exc.args else "cancelled"
-            error = CompactionError("summary", f"cancelled: {reason}")
-    except CompactionError as exc:
-        error = exc
-    # 7. Exactly one close attempt, success or not.
-    fields: dict[str, Any] = {"start": start["seq"], "turn": region.owner}
-    if error is not None:
-        fields.update(error=error.kind, message=str(error))
     if cancelled is not None:
-        fields["cancelled"] = str(cancelled.args[0]) if cancelled.args else "cancelled"
-    if archive is not None:
-        fields["archive"] = archive
-    closed = True
-    try:
-        log.append(k.COMPACT_END, **fields)
-    except OSError as exc:
-        # The start stays unmatched on purpose: it keeps blocking, and no flush.
-        closed = False
-        if error is None:
-            error = CompactionError("persistence", f"the end marker could not be written: {exc}")
-    # 8. Durability for the caller that asked for it, closed attempts only.
-    if closed and region.flush:
-        try:
-            await run_drained(log.flush)
-        except OSError as exc:
-            if error is None:
-                error = CompactionError("persistence", f"fsync failed: {exc}")
-    if cancelled is not None:
+        if outcome is not None:
+            raise CompactionCancelled(_reason(cancelled), outcome)
         raise cancelled
     if error is not None:
         raise error
     assert outcome is not None
     return outcome
+
+
+def _commit(
+    log: SessionLog,
+    start: int,
+    span: Span,
+    entries: list[Entry],
+    summary: str,
+    completion: Any,
+) -> dict[str, Any]:
+    """Step 6. The checkpoint's append is the one switch: before it, the surface is
+    as it was (a summary line alone replaces nothing); after it, it uses the summary."""
+    try:
+        summary_event = log.append(
+            k.COMPACT_SUMMARY,
+            start=start,
+            summary=summary,
+            raw=completion.content,
+            usage=completion.usage,
+            model=completion.model,
+            span={"first": span.first, "last": span.last},
+            replaced=list(span.seqs),
+            tokens=span.tokens,
+        )
+        text = checkpoint_text(summary, len(entries))
+        return log.append(
+            k.USER_MESSAGE,
+            text=text,
+            checkpoint={
+                "summary": summary_event["seq"],
+                "start": start,
+                "first": span.first,
+                "last": span.last,
+                "count": len(entries),
+            },
+        )
+    except LogWriteError as exc:
+        raise CompactionError("commit", exc.reason, state="log") from exc
+    except Exception as exc:  # written, but the surface could not follow it
+        raise CompactionError("commit", f"{type(exc).__name__}: {exc}", state="partial") from exc
+
+
+async def _capture_through_cancel(
+    capture: Capture, key: int, entries: list[Entry]
+) -> tuple[dict[str, Any] | None, str | None, asyncio.CancelledError | None]:
+    """Run the capture to its end; a cancellation meanwhile is handed back, not obeyed."""
+    task = asyncio.ensure_future(capture(key, entries))
+    late: asyncio.CancelledError | None = None
+    while True:
+        try:
+            return await asyncio.shield(task), None, late
+        except asyncio.CancelledError as exc:
+            if task.done():
+                return None, "the archive write was cancelled", late or exc
+            late = late or exc
+        except Exception as exc:
+            return None, f"{type(exc).__name__}: {exc}", late
+
+
+def _reason(exc: BaseException) -> str:
+    return str(exc.args[0]) if exc.args else "cancelled"
 
 
 def _tokens_of(surface: Surface, event: dict[str, Any]) -> int:

@@ -25,11 +25,13 @@ def capture_hook(context: ContinuityContext) -> Capture:
         store = context.store
         if store is None:
             return archive_failure(context.scope, "task continuity has no archive")
-        records = extract_records(surface_inputs(entries, hidden_seqs(context.events())))
         try:
+            records = extract_records(surface_inputs(entries, hidden_seqs(context.events())))
             result = await capture_offloaded(store, batch_key, records)
         except (ArchiveError, OSError) as exc:
             return archive_failure(context.scope, str(exc))
+        except Exception as exc:  # any other failure is still only an archive failure
+            return archive_failure(context.scope, f"{type(exc).__name__}: {exc}")
         return archive_reference(result, context.scope)
 
     return capture

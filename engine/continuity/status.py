@@ -43,6 +43,8 @@ STATUSES: tuple[HistoryStatus, ...] = (
 )
 
 COMPACT_END = "compact/end"
+COMPACT_ARCHIVED = "compact/archived"
+USER_MESSAGE = "user/message"
 SESSION_FORK = "session/fork"
 _SCOPE = re.compile(r"^[0-9a-f]{32}$")
 
@@ -98,16 +100,39 @@ class ArchiveRef:
 
 @dataclass
 class HistoryScan:
-    """What the log says about the archive, before the store is consulted."""
+    """What the log says about the archive, before the store is consulted.
+
+    `unarchived` holds the compactions (by their `compact/start` seq) whose
+    checkpoint is in the log but whose originals were never archived nor
+    reported: a crash between the checkpoint and the end of its bracket. They
+    make the status `unavailable` until `compact/archived` (written when the
+    thread is next opened for writing) records their batch or its failure.
+    """
 
     refs: list[ArchiveRef] = field(default_factory=list)
     foreign: bool = False
     failure: str | None = None
     latest: ArchiveRef | None = None
+    unarchived: list[int] = field(default_factory=list)
 
     @property
     def initialized(self) -> bool:
-        return bool(self.refs) or self.foreign or self.failure is not None
+        return (
+            bool(self.refs) or self.foreign or self.failure is not None or bool(self.unarchived)
+        )
+
+    @property
+    def problem(self) -> str | None:
+        """Why the status must be `unavailable` (None: no reason from the log)."""
+        if self.unarchived:
+            seqs = ", ".join(str(seq) for seq in self.unarchived)
+            interrupted = (
+                f"the compaction started at log seq {seqs} was interrupted before its "
+                "originals were archived; they are archived again when the thread is next "
+                "opened"
+            )
+            return f"{self.failure}; {interrupted}" if self.failure else interrupted
+        return self.failure
 
 
 def _parse(archive: Any, seq: int) -> ArchiveRef | tuple[str, str] | None:
@@ -131,12 +156,26 @@ def _parse(archive: Any, seq: int) -> ArchiveRef | tuple[str, str] | None:
 def scan_history(events: Iterable[Mapping[str, Any]], scope: str) -> HistoryScan:
     """Fold the archive references of the events (already cut at the position)."""
     scan = HistoryScan()
+    committed: list[int] = []
+    closed: set[int] = set()
     for event in events:
         kind = event.get("kind")
         if kind == SESSION_FORK:
-            scan = HistoryScan()
+            scan, committed, closed = HistoryScan(), [], set()
             continue
-        if kind != COMPACT_END or event.get("error") is not None or "archive" not in event:
+        if kind == USER_MESSAGE:
+            mark = event.get("checkpoint")
+            start = mark.get("start") if isinstance(mark, Mapping) else None
+            if isinstance(start, int) and not isinstance(start, bool):
+                committed.append(start)
+            continue
+        if kind not in (COMPACT_END, COMPACT_ARCHIVED):
+            continue
+        if isinstance(event.get("start"), int):
+            closed.add(event["start"])
+        if event.get("error") is not None or "archive" not in event:
+            if kind == COMPACT_END and event.get("archive_error"):
+                scan.failure = f"capture failed: {event['archive_error']}"
             continue
         seq = event.get("seq") if isinstance(event.get("seq"), int) else 0
         parsed = _parse(event["archive"], seq)
@@ -154,6 +193,7 @@ def scan_history(events: Iterable[Mapping[str, Any]], scope: str) -> HistoryScan
             scan.refs.append(parsed)
             scan.latest = parsed
             scan.failure = None  # a successful capture replaces an earlier failure
+    scan.unarchived = [start for start in committed if start not in closed]
     return scan
 
 
@@ -220,7 +260,7 @@ def resolve_scan(
         error = store_error or "the archive cannot be opened"
         return Resolution("unavailable", (), tuple(expired), error, omitted)
     status: HistoryStatus
-    if scan.failure is not None:
+    if scan.problem is not None:
         status = "unavailable"
     elif scan.foreign:
         status = "scope_unavailable"
@@ -228,4 +268,4 @@ def resolve_scan(
         status = "partially_expired"
     else:
         status = "available"
-    return Resolution(status, tuple(reachable), tuple(expired), scan.failure, omitted)
+    return Resolution(status, tuple(reachable), tuple(expired), scan.problem, omitted)
