@@ -235,6 +235,44 @@ async def test_overflow_compacts_then_retries_once(tmp_path, server):
     await rt.aclose()
 
 
+@pytest.mark.parametrize("how", ["overflow", "pressure"])
+async def test_automatic_compaction_keeps_the_question_being_answered(tmp_path, server, how):
+    """keep_recent_tokens 0, three prompts, the third overflowing (or under pressure):
+    the retried request still ends with the third prompt, and the summary never saw it."""
+    auto = how == "pressure"
+    rt = open_runtime(tmp_path, server, auto=auto, threshold=0.0001 if auto else 0.8)
+    rt.compaction.config = config(server, auto=False).compaction
+    await chat(rt, "one", "two")
+    rt.compaction.config = config(server, auto=auto, threshold=0.0001).compaction
+    first = [s.overflow()] if how == "overflow" else []
+    server.script(*first, s.text("summary of one and two"), s.text("answer to three"))
+    await chat(rt, "three")
+    events = rt.thread.log.events
+    start = of_kind(events, k.COMPACT_START)[-1]
+    three = next(e for e in events if e.get("text") == "three")
+    assert three["seq"] not in start["seqs"] and "open_turn" not in start
+    summary_request = server.requests[-2]["messages"]
+    assert "three" not in str(summary_request)
+    retried = chat_messages(server.requests[-1])
+    assert retried[0]["content"].startswith("[Checkpoint")
+    assert retried[-1] == {"role": "user", "content": "three"}
+    assert of_kind(events, k.ASSISTANT_MESSAGE)[-1]["content"] == "answer to three"
+    await rt.aclose()
+
+
+async def test_a_prompt_that_alone_overflows_is_summarized_and_the_log_says_so(
+    tmp_path, server
+):
+    rt = open_runtime(tmp_path, server, auto=False)
+    rt.compaction.context_window = 50
+    server.script(s.overflow(), s.text("summary of the long prompt"), s.text("answer"))
+    await chat(rt, "word " * 400)
+    start = of_kind(rt.thread.log.events, k.COMPACT_START)[-1]
+    assert start["open_turn"] is True
+    assert of_kind(rt.thread.log.events, k.TURN_END)[-1]["status"] == "ok"
+    await rt.aclose()
+
+
 async def test_overflow_twice_fails_the_turn_with_one_line(tmp_path, server):
     rt = open_runtime(tmp_path, server, auto=False)
     await chat(rt, "one")

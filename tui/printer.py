@@ -94,6 +94,10 @@ class StreamPrinter:
             self._end_line()
             for call in event.get("tool_calls") or ():
                 self.notice(f"[tool] {call['name']}({_short(call.get('arguments', ''))})")
+        elif kind == k.COMPACT_START and event.get("open_turn"):
+            self.notice(
+                "[your prompt alone is larger than the context window: it is summarized too]"
+            )
         elif kind == k.TURN_END:
             self._end_line()
             if event.get("status") == "error":

@@ -45,14 +45,30 @@ def _useful(entries: Sequence[Entry]) -> bool:
     return len(entries) > 1 or (len(entries) == 1 and not entries[0].checkpoint)
 
 
-def select_range(surface: Surface, keep_recent_tokens: int) -> Span | None:
+def open_turn_start(surface: Surface, turn: int) -> int | None:
+    """The surface index of the open turn's own prompt (None: it has none there)."""
+    return next(
+        (
+            i
+            for i, e in enumerate(surface.entries)
+            if e.turn == turn and e.role == "user" and not e.checkpoint
+        ),
+        None,
+    )
+
+
+def select_range(
+    surface: Surface, keep_recent_tokens: int, *, before: int | None = None
+) -> Span | None:
     """The longest balanced prefix that leaves the recent context alone.
 
     When the recent-context budget would keep everything, the last user
     exchange is kept instead, so an explicit /compact always has work to
-    do once there is more than one exchange. None means nothing useful.
+    do once there is more than one exchange. `before` bounds the prefix to
+    the entries ahead of that index (automatic compaction passes the open
+    turn's prompt, which the request is answering). None means nothing useful.
     """
-    entries = surface.entries
+    entries = surface.entries if before is None else surface.entries[:before]
     kept = 0
     cut = len(entries)
     while cut > 0 and kept + entries[cut - 1].tokens <= keep_recent_tokens:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.compaction.errors import CompactionError, busy
 from engine.compaction.prompt import summary_request
-from engine.compaction.selection import Span, range_span, select_range
+from engine.compaction.selection import Span, open_turn_start, range_span, select_range
 from engine.compaction.transaction import (
     CompactOutcome,
     InvalidRangeError,
@@ -159,12 +159,29 @@ class CompactService:
         used = agent.surface.tokens
         return used > self.config.threshold * self.context_window
 
+    def _automatic_span(self, agent: Driver, turn: int) -> tuple[Span | None, bool]:
+        """What pressure and overflow may summarize: never the question being answered.
+
+        The open turn's prompt and its steering stay on the surface, unless
+        they alone exceed the context window; only then is the turn itself
+        summarized, and the bracket says so (`open_turn: true`).
+        """
+        surface = agent.surface
+        start = open_turn_start(surface, turn)
+        span = select_range(surface, self.config.keep_recent_tokens, before=start)
+        if span is not None or start is None:
+            return span, False
+        own = sum(entry.tokens for entry in surface.entries[start:])
+        if own <= self.context_window:
+            return None, False
+        return select_range(surface, self.config.keep_recent_tokens), True
+
     async def _automatic(self, agent: Driver, turn: int) -> bool:
-        span = select_range(agent.surface, self.config.keep_recent_tokens)
+        span, open_turn = self._automatic_span(agent, turn)
         if span is None:
             return False
         try:
-            await self._run(agent, span, Region(turn, "surface", flush=False))
+            await self._run(agent, span, Region(turn, "surface", flush=False, open_turn=open_turn))
         except CompactionError as exc:
             # The turn goes on with the surface it has; the log has the attempt.
             self.last_error = exc

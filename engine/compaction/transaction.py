@@ -44,6 +44,8 @@ class Region:
     owner: int | None
     stability: Stability
     flush: bool
+    open_turn: bool = False
+    """The span includes the open turn's own prompt (it alone exceeds the window)."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,7 @@ async def run_region(
             seqs=list(span.seqs),
             tokens=span.tokens,
             stability=region.stability,
+            **({"open_turn": True} if region.open_turn else {}),
         )
     except LogWriteError as exc:
         raise not_started(exc.reason) from exc

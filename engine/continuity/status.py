@@ -117,9 +117,7 @@ class HistoryScan:
 
     @property
     def initialized(self) -> bool:
-        return (
-            bool(self.refs) or self.foreign or self.failure is not None or bool(self.unarchived)
-        )
+        return bool(self.refs) or self.foreign or self.failure is not None or bool(self.unarchived)
 
     @property
     def problem(self) -> str | None:

@@ -125,6 +125,13 @@ class Transcript(VerticalScroll):
             if event.get("status") == "cancelled":
                 return [Notice("turn cancelled — the partial reply is kept", variant="warning")]
             return []
+        if kind == k.COMPACT_START and event.get("open_turn"):
+            return [
+                Notice(
+                    "Your prompt alone is larger than the context window: it is summarized too.",
+                    variant="warning",
+                )
+            ]
         if kind == k.COMPACT_END:
             block = self._checkpoints.get(int(event.get("start", 0)))
             archive = event.get("archive")
