@@ -12,6 +12,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from engine.backend import Backend
 from engine.commands import CommandError, is_command
 from engine.config import Config
 from engine.continuity.notes import NOTE_DELETE, NOTE_SET
+from engine.driver import DriverClosedError
 from engine.log import Event, LogCorruptError
 from engine.runtime import Runtime, open_thread
 from engine.session import Thread, ThreadNotFoundError, fork_thread, list_threads
@@ -117,7 +119,11 @@ class TroveApp(App[int]):
         prompt.focus()
         try:
             thread = await asyncio.to_thread(
-                open_thread, self.config, self.home, self.start_thread, self.new_thread_id
+                partial(open_thread, view_if_locked=True),
+                self.config,
+                self.home,
+                self.start_thread,
+                self.new_thread_id,
             )
         except (LogCorruptError, ThreadNotFoundError) as exc:
             # The thread stays as it is on disk; work goes on in a new one.
@@ -141,6 +147,7 @@ class TroveApp(App[int]):
         self.runtime = runtime
         self._register_commands(runtime)
         runtime.thread.log.listeners.append(self._on_log_event)
+        runtime.thread.log.on_listener_error = self._listener_failed
         runtime.driver.observers.append(self)
         title = self.query_one(TitleBar)
         title.thread = runtime.thread.id
@@ -154,6 +161,12 @@ class TroveApp(App[int]):
         transcript.load(runtime.thread.log.events)
         for notice in runtime.notices:
             transcript.notice(notice, "warning")
+        if runtime.thread.read_only:
+            transcript.notice(
+                f"{runtime.thread.read_only}. You can read and search it here; "
+                "/new starts a thread you can write in.",
+                "warning",
+            )
         self._update_context()
         self.on_state()
         inspector = self._inspector()
@@ -206,6 +219,16 @@ class TroveApp(App[int]):
 
     def on_delta(self, turn: int, text: str) -> None:
         self.query_one(Transcript).delta(text)
+
+    def on_failure(self, text: str) -> None:
+        """The engine could not record a failure in the log (the disk): show it here."""
+        self.query_one(Transcript).notice(f"✗ {text}", "error")
+
+    def _listener_failed(self, listener: object, event: Event, exc: Exception) -> None:
+        """A widget failed on an event: the engine went on; the user hears of it once."""
+        self.log.error(f"listener {listener!r} failed on {event.get('kind')}: {exc!r}")
+        if self.is_running and self.runtime is not None:
+            self.notify(f"Display error ({type(exc).__name__}); the session goes on.")
 
     def on_state(self) -> None:
         if self.runtime is None:
@@ -265,15 +288,22 @@ class TroveApp(App[int]):
             prompt.give_back(text)
             return
         driver = self.runtime.driver
-        if prompt.editing_item is not None:
-            if not driver.edit(prompt.editing_item, text):
-                # It started meanwhile: the new text is sent as a prompt of its own.
-                driver.send(text)
-            prompt.editing_item = None
-            return
-        if message.steer and not driver.accepts_next_step:
-            self.notify("Nothing to steer right now: sent as a queued follow-up.")
-        driver.send(text, placement="next-step" if message.steer else "follow-up")
+        try:
+            if prompt.editing_item is not None:
+                if not driver.edit(prompt.editing_item, text):
+                    # It started meanwhile: the new text is sent as a prompt of its own.
+                    driver.send(text)
+                prompt.editing_item = None
+                return
+            if message.steer and not driver.accepts_next_step:
+                self.notify("Nothing to steer right now: sent as a queued follow-up.")
+            driver.send(text, placement="next-step" if message.steer else "follow-up")
+        except (OSError, DriverClosedError) as exc:
+            # Not accepted (a full disk, a read-only view): the text goes back.
+            prompt.give_back(text)
+            self.query_one(Transcript).notice(
+                f"Not sent: {exc}. Your text is back in the input.", "error"
+            )
 
     def run_command(self, text: str) -> None:
         worker = self.run_worker(self._command(text), group="commands", exit_on_error=False)
@@ -299,7 +329,10 @@ class TroveApp(App[int]):
     @on(QueueItemRemove)
     def _remove_item(self, message: QueueItemRemove) -> None:
         if self.runtime is not None:
-            self.runtime.driver.remove(message.item_id)  # type: ignore[arg-type]
+            try:
+                self.runtime.driver.remove(message.item_id)  # type: ignore[arg-type]
+            except OSError as exc:
+                self.query_one(Transcript).notice(f"Not removed: {exc}.", "error")
 
     @on(QueueItemEdit)
     def _edit_item(self, message: QueueItemEdit) -> None:
@@ -399,8 +432,10 @@ class TroveApp(App[int]):
     async def switch_thread(self, thread_id: str | None) -> None:
         """Open another thread (or a new one), then close this one; its queue stays in its log."""
         try:
-            thread = await asyncio.to_thread(open_thread, self.config, self.home, thread_id)
-        except (LogCorruptError, ThreadNotFoundError) as exc:
+            thread = await asyncio.to_thread(
+                partial(open_thread, view_if_locked=True), self.config, self.home, thread_id
+            )
+        except (LogCorruptError, ThreadNotFoundError, OSError) as exc:
             self._cannot_switch(str(exc))
             return
         if self.runtime is not None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from engine.backend import Backend
 from engine.commands import is_command
 from engine.config import Config
+from engine.driver import DriverClosedError
 from engine.runtime import Runtime
 from tui.printer import StreamPrinter
 
@@ -46,7 +47,12 @@ class PlainRepl:
             return
         if text.lstrip().startswith("//"):
             text = text.lstrip()[1:]
-        self.runtime.driver.send(text)
+        try:
+            self.runtime.driver.send(text)
+        except (OSError, DriverClosedError) as exc:
+            # Not accepted: say so, and hand the text back so it is not lost.
+            self.printer.error(f"not sent: {exc}")
+            self.printer.notice(f"not sent, your text was: {text}")
 
     def cancel(self) -> bool:
         """Ctrl-C: stop what is running (a command first, then the turn)."""

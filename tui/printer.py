@@ -58,6 +58,9 @@ class StreamPrinter:
     def on_state(self) -> None:
         pass
 
+    def on_failure(self, text: str) -> None:
+        self.error(text)
+
     # Log listener -------------------------------------------------------------
 
     def _take_lines(self) -> str:

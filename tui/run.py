@@ -30,6 +30,15 @@ def run_tui(
             f"{config.source or 'config'}: ui.theme: expected one of {names}, "
             f"got {config.ui.theme!r}"
         )
+    import logging
+
+    from textual.logging import TextualHandler
+
+    # Engine warnings (an isolated listener failure) go to Textual's log, not
+    # onto the screen through stderr.
+    engine_logger = logging.getLogger("trove")
+    engine_logger.addHandler(TextualHandler())
+    engine_logger.propagate = False
     app = TroveApp(config, home, thread_id=thread_id, backend=backend)
     result = app.run()
     return result or 0
