@@ -324,7 +324,7 @@ class Driver:
         self.log.append(k.TURN_START, turn=turn, items=[item.id for item in items])
         for item in items:
             self.log.append(k.USER_MESSAGE, text=item.text, item_id=item.id)
-        status, error = "ok", None
+        status, error, reason = "ok", None, None
         pending_calls: list[Any] = []
         try:
             while True:
@@ -363,14 +363,25 @@ class Driver:
                 self.log.append(
                     k.TOOL_RESULT, call_id=call.id, name=call.name, content="error: cancelled"
                 )
+        except ModelError as exc:
+            status, error, reason = "error", str(exc), exc.kind
+            partial = "".join(self._partial)
+            if partial.strip():
+                # A stream that failed mid-reply keeps what the user already saw,
+                # marked like a cancelled one.
+                self.log.append(
+                    k.ASSISTANT_MESSAGE, content=partial, tool_calls=[], interrupted=True
+                )
         except Exception as exc:
             status = "error"
-            error = str(exc) if isinstance(exc, ModelError) else f"{type(exc).__name__}: {exc}"
+            error = f"{type(exc).__name__}: {exc}"
         finally:
             self._partial = []
             fields: dict[str, Any] = {"turn": turn, "status": status}
             if error is not None:
                 fields["error"] = error
+            if reason is not None:
+                fields["reason"] = reason
             self.log.append(k.TURN_END, **fields)
             self._running_turn = None
             # Steering that arrived too late for this turn becomes a follow-up.
