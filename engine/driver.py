@@ -21,9 +21,11 @@ from engine import log as k
 from engine.log import SessionLog
 from engine.model import ContextOverflowError, ModelError
 from engine.surface import Message, Surface
-from engine.tools import ToolBox
+from engine.tools import ToolBox, error_result
 
 InboxItemId = NewType("InboxItemId", int)
+DEFAULT_MAX_TOOL_ROUNDS = 16
+"""Rounds of tool calls one turn may run (``model.max_tool_rounds`` sets it)."""
 Placement = Literal["follow-up", "next-step"]
 
 
@@ -81,6 +83,7 @@ class Driver:
         system_prompt: str = "",
         hooks: TurnHooks | None = None,
         context: ContextBuilder | None = None,
+        max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
     ) -> None:
         self.log = log
         self.model = model
@@ -88,6 +91,7 @@ class Driver:
         self.system_prompt = system_prompt
         self.hooks = hooks
         self.context = context
+        self.max_tool_rounds = max_tool_rounds
         self.surface = Surface.from_events(log.events)
         log.listeners.insert(0, self.surface.apply)
         self.observers: list[Observer] = []
@@ -326,6 +330,7 @@ class Driver:
             self.log.append(k.USER_MESSAGE, text=item.text, item_id=item.id)
         status, error, reason = "ok", None, None
         pending_calls: list[Any] = []
+        rounds = 0
         try:
             while True:
                 self._deliver_steering()
@@ -342,6 +347,23 @@ class Driver:
                     model=completion.model,
                     finish_reason=completion.finish_reason,
                 )
+                if calls and rounds >= self.max_tool_rounds:
+                    # A model that never stops calling tools would keep the turn (and
+                    # the queue behind it) busy forever. Its last calls still get a
+                    # result each, so the conversation stays valid for the next request.
+                    status, reason = "error", "tool_rounds"
+                    error = (
+                        f"stopped after {rounds} round{'' if rounds == 1 else 's'}"
+                        " of tool calls in one turn"
+                        " (model.max_tool_rounds): the model kept calling tools"
+                    )
+                    for call in calls:
+                        content = error_result("tool_round_limit", f"not run: {error}")
+                        self.log.append(
+                            k.TOOL_RESULT, call_id=call.id, name=call.name, content=content
+                        )
+                    break
+                rounds += bool(calls)
                 pending_calls = list(calls)
                 while pending_calls:
                     call = pending_calls[0]
