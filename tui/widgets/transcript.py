@@ -133,10 +133,13 @@ class Transcript(VerticalScroll):
         if kind == k.TURN_END:
             interrupted, self._interrupted = self._interrupted, False
             if live and self._reply is not None:
-                # Text streamed but never logged (nothing worth keeping): close it
-                # here, or the next turn's reply would be written into it.
+                # Text streamed but never logged: close it here, or the next turn's
+                # reply would be written into it. Blank text is not worth a widget.
                 reply, self._reply = self._reply, None
-                self._spawn(reply.finish(reply.text, interrupted=True))
+                if reply.text.strip():
+                    self._spawn(reply.finish(reply.text, interrupted=True))
+                else:
+                    self._spawn(self._discard(reply))
             if event.get("status") == "error":
                 kept = " — the partial reply is kept" if interrupted else ""
                 text = f"✗ {event.get('error', 'the turn failed')}{kept}"
@@ -154,6 +157,10 @@ class Transcript(VerticalScroll):
                     block.archive_note = "not archived (history unavailable)"
             return []
         return []
+
+    async def _discard(self, reply: AssistantMessage) -> None:
+        await reply.finish(reply.text)  # stops its stream pump first
+        await reply.remove()
 
     def _spawn(self, coro: object) -> None:
         task = asyncio.ensure_future(coro)  # type: ignore[arg-type]
