@@ -327,6 +327,8 @@ class ModelClient:
             why = "the stream held no choices"
         elif reader.finish == "length":
             why = "it stopped at its token limit (model.max_tokens)"
+        elif reader.finish == "content_filter":
+            why = "the server's content filter stopped it"
         else:
             why = "no text and no tool calls"
         return ModelError(
