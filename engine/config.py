@@ -61,6 +61,7 @@ class ModelConfig:
     timeout: float = 600.0
     max_tokens: int | None = None
     tools: str = "auto"
+    max_tool_rounds: int = 16
 
 
 @dataclass(frozen=True)
@@ -232,6 +233,7 @@ _SCHEMA: dict[str, _Section | _Field] = {
             "timeout": _number(above=0),
             "max_tokens": replace(_integer(1), nullable=True),
             "tools": _choice("auto", "on", "off", booleans=("on", "off")),
+            "max_tool_rounds": _integer(1),
         },
     ),
     "compaction": _Section(

@@ -22,9 +22,11 @@ from engine import log as k
 from engine.log import LogWriteError, SessionLog
 from engine.model import ContextOverflowError, ModelError
 from engine.surface import Message, Surface
-from engine.tools import ToolBox
+from engine.tools import ToolBox, error_result
 
 InboxItemId = NewType("InboxItemId", int)
+DEFAULT_MAX_TOOL_ROUNDS = 16
+"""Rounds of tool calls one turn may run (``model.max_tool_rounds`` sets it)."""
 Placement = Literal["follow-up", "next-step"]
 
 
@@ -87,6 +89,7 @@ class Driver:
         system_prompt: str = "",
         hooks: TurnHooks | None = None,
         context: ContextBuilder | None = None,
+        max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
     ) -> None:
         self.log = log
         self.model = model
@@ -94,6 +97,7 @@ class Driver:
         self.system_prompt = system_prompt
         self.hooks = hooks
         self.context = context
+        self.max_tool_rounds = max_tool_rounds
         self.surface = Surface.from_events(log.events)
         log.projections.insert(0, self.surface.apply)
         self.observers: list[Observer] = []
@@ -344,10 +348,11 @@ class Driver:
         queued again (quietly), so nothing typed is lost."""
         turn = self.log.tail.last_turn + 1
         self._running_turn = turn
-        status, error = "ok", None
+        status, error, reason = "ok", None, None
         started = False
         delivered: set[int] = set()
         pending_calls: list[Any] = []
+        rounds = 0
         try:
             self.log.append(k.TURN_START, turn=turn, items=[item.id for item in items])
             started = True
@@ -369,6 +374,23 @@ class Driver:
                     model=completion.model,
                     finish_reason=completion.finish_reason,
                 )
+                if calls and rounds >= self.max_tool_rounds:
+                    # A model that never stops calling tools would keep the turn (and
+                    # the queue behind it) busy forever. Its last calls still get a
+                    # result each, so the conversation stays valid for the next request.
+                    status, reason = "error", "tool_rounds"
+                    error = (
+                        f"stopped after {rounds} round{'' if rounds == 1 else 's'}"
+                        " of tool calls in one turn"
+                        " (model.max_tool_rounds): the model kept calling tools"
+                    )
+                    for call in calls:
+                        content = error_result("tool_round_limit", f"not run: {error}")
+                        self.log.append(
+                            k.TOOL_RESULT, call_id=call.id, name=call.name, content=content
+                        )
+                    break
+                rounds += bool(calls)
                 pending_calls = list(calls)
                 while pending_calls:
                     call = pending_calls[0]
@@ -383,9 +405,14 @@ class Driver:
                 self._close_interrupted(pending_calls, "error: cancelled", cancelled=True)
         except LogWriteError as exc:
             status, error = "error", f"the turn stopped: {exc}"
+        except ModelError as exc:
+            # A stream that failed mid-reply keeps what the user already saw,
+            # marked like a cancelled one.
+            status, error, reason = "error", str(exc), exc.kind
+            if started:
+                self._close_interrupted(pending_calls, f"error: {error}")
         except Exception as exc:
-            status = "error"
-            error = str(exc) if isinstance(exc, ModelError) else f"{type(exc).__name__}: {exc}"
+            status, error = "error", f"{type(exc).__name__}: {exc}"
             if started:
                 self._close_interrupted(pending_calls, f"error: {error}")
         finally:
@@ -394,6 +421,8 @@ class Driver:
                 fields: dict[str, Any] = {"turn": turn, "status": status}
                 if error is not None:
                     fields["error"] = error
+                if reason is not None:
+                    fields["reason"] = reason
                 if not self._try_append(k.TURN_END, **fields) and error is not None:
                     self._tell("on_failure", error)
             elif error is not None:
@@ -419,11 +448,10 @@ class Driver:
         self, pending_calls: list[Any], result: str, *, cancelled: bool = False
     ) -> None:
         """Keep what an interrupted request streamed, and answer its open tool calls."""
-        if self._partial:
+        partial = "".join(self._partial)
+        if partial.strip() or (cancelled and partial):
             marks = {"cancelled": True} if cancelled else {"interrupted": True}
-            self._try_append(
-                k.ASSISTANT_MESSAGE, content="".join(self._partial), tool_calls=[], **marks
-            )
+            self._try_append(k.ASSISTANT_MESSAGE, content=partial, tool_calls=[], **marks)
         for call in pending_calls:
             self._try_append(k.TOOL_RESULT, call_id=call.id, name=call.name, content=result)
 

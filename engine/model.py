@@ -75,7 +75,8 @@ class ModelError(Exception):
 
     ``kind`` lets callers decide policy (retry later, compact, tell the user)
     without parsing the message: ``auth``, ``not_found``, ``unreachable``,
-    ``rate_limit``, ``server``, ``bad_request``, ``timeout`` or ``overflow``.
+    ``rate_limit``, ``server``, ``bad_request``, ``timeout``, ``overflow``,
+    ``malformed`` (the stream is not chat completions) or ``empty`` (no answer).
     """
 
     def __init__(self, kind: str, message: str, *, status: int | None = None) -> None:
@@ -120,6 +121,68 @@ class _PartialCall:
     id: str = ""
     name: str = ""
     arguments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _StreamReader:
+    """Folds streamed chunks into one completion, refusing shapes it cannot trust.
+
+    A value of the wrong type raises ``TypeError`` here, which the client reports
+    as a malformed stream, instead of surfacing later as a confusing failure.
+    """
+
+    served_model: str
+    text: list[str] = field(default_factory=list)
+    calls: dict[int, _PartialCall] = field(default_factory=dict)
+    usage: dict[str, Any] | None = None
+    finish: str | None = None
+    saw_choice: bool = False
+
+    def feed(self, chunk: Any) -> str:
+        """Take one chunk; returns its text, for the caller to show."""
+        if getattr(chunk, "model", None):
+            self.served_model = _str_or_none(chunk.model) or self.served_model
+        if chunk.usage is not None:
+            self.usage = chunk.usage.model_dump(exclude_none=True)
+        choices = chunk.choices or ()
+        if not isinstance(choices, list | tuple):
+            raise TypeError("choices is not a list")
+        pieces: list[str] = []
+        for choice in choices:
+            self.saw_choice = True
+            if choice.finish_reason:
+                self.finish = _str_or_none(choice.finish_reason)
+            delta = choice.delta
+            if delta is None:
+                continue
+            content = _str_or_none(delta.content)
+            if content:
+                pieces.append(content)
+            for tc in delta.tool_calls or ():
+                _merge_call(self.calls, tc)
+        piece = "".join(pieces)
+        if piece:
+            self.text.append(piece)
+        return piece
+
+    def completion(self) -> Completion:
+        tool_calls = [
+            ToolCall(id=c.id or f"call_{i}", name=c.name, arguments="".join(c.arguments))
+            for i, c in sorted(self.calls.items())
+        ]
+        return Completion(
+            content="".join(self.text),
+            tool_calls=tool_calls,
+            usage=self.usage,
+            finish_reason=self.finish,
+            model=self.served_model,
+        )
+
+
+def _str_or_none(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError(f"expected text, got {type(value).__name__}")
 
 
 class ModelClient:
@@ -207,54 +270,40 @@ class ModelClient:
         if self.max_tokens is not None:
             kwargs["max_tokens"] = self.max_tokens
 
-        text: list[str] = []
-        calls: dict[int, _PartialCall] = {}
-        usage: dict[str, Any] | None = None
-        finish: str | None = None
-        served_model = name
+        reader = _StreamReader(served_model=name)
         started = False
         try:
             stream = await self._client.chat.completions.create(**kwargs)
             started = True  # headers arrived: a later connection error is a torn reply
             async with stream:
+                chunks = stream.__aiter__()
                 last_yield = time.monotonic()
-                async for chunk in stream:
+                while True:
+                    try:
+                        chunk = await anext(chunks)
+                    except StopAsyncIteration:
+                        break
+                    except ValueError as exc:  # a data line that is not JSON
+                        raise self._malformed(name, "a data line is not valid JSON") from exc
                     now = time.monotonic()
                     if now - last_yield > YIELD_EVERY:
                         # Chunks already buffered are parsed without a suspension
                         # point; yield so keystrokes and frames are not starved.
                         await asyncio.sleep(0)
                         last_yield = time.monotonic()
-                    if getattr(chunk, "model", None):
-                        served_model = chunk.model
-                    if chunk.usage is not None:
-                        usage = chunk.usage.model_dump(exclude_none=True)
-                    for choice in chunk.choices or ():
-                        if choice.finish_reason:
-                            finish = choice.finish_reason
-                        delta = choice.delta
-                        if delta is None:
-                            continue
-                        if delta.content:
-                            text.append(delta.content)
-                            if on_delta is not None:
-                                on_delta(delta.content)
-                        for tc in delta.tool_calls or ():
-                            _merge_call(calls, tc)
+                    try:
+                        piece = reader.feed(chunk)
+                    except (AttributeError, TypeError, ValueError) as exc:
+                        raise self._malformed(name, "a chunk is not a chat completion") from exc
+                    if piece and on_delta is not None:
+                        on_delta(piece)
         except oa.APIError as exc:
             raise self._translate(exc, name, started) from exc
 
-        tool_calls = [
-            ToolCall(id=c.id or f"call_{i}", name=c.name, arguments="".join(c.arguments))
-            for i, c in sorted(calls.items())
-        ]
-        return Completion(
-            content="".join(text),
-            tool_calls=tool_calls,
-            usage=usage,
-            finish_reason=finish,
-            model=served_model,
-        )
+        completion = reader.completion()
+        if not completion.content.strip() and not completion.tool_calls:
+            raise self._empty(name, reader)
+        return completion
 
     async def aclose(self) -> None:
         """Release pooled connections; safe to call when no request was ever made."""
@@ -264,15 +313,46 @@ class ModelClient:
 
     # -- error mapping ---------------------------------------------------------
 
+    def _malformed(self, model: str, what: str) -> ModelError:
+        """Bytes that are not an OpenAI-compatible stream: name the server, not the parser."""
+        return ModelError(
+            "malformed",
+            f"the model server at {self.display_url} sent a malformed stream ({what}; "
+            f"model '{model}'): check that model.base_url is an OpenAI-compatible endpoint",
+        )
+
+    def _empty(self, model: str, reader: _StreamReader) -> ModelError:
+        """A finished stream with nothing in it must not pass for an answer."""
+        if not reader.saw_choice:
+            why = "the stream held no choices"
+        elif reader.finish == "length":
+            why = "it stopped at its token limit (model.max_tokens)"
+        elif reader.finish == "content_filter":
+            why = "the server's content filter stopped it"
+        else:
+            why = "no text and no tool calls"
+        return ModelError(
+            "empty",
+            f"the model returned an empty answer ({why}; model '{model}' at {self.display_url})"
+            ": try again",
+        )
+
     def _translate(self, exc: Exception, model: str, started: bool) -> ModelError:
         """Turn an SDK error into one actionable line naming the server and model."""
         oa = self._openai
         url = self.display_url
         if isinstance(exc, oa.APITimeoutError):
+            if started:
+                # The SDK's read timeout applies to every read, so this is a stall.
+                return ModelError(
+                    "timeout",
+                    f"the model server at {url} stopped sending mid-reply (nothing for"
+                    f" {self.timeout:g}s, model '{model}'): try again or raise model.timeout",
+                )
             return ModelError(
                 "timeout",
                 f"the model server at {url} did not answer within {self.timeout:g}s"
-                f" (model '{model}'): try again or raise the timeout",
+                f" (model '{model}'): try again or raise model.timeout",
             )
         if isinstance(exc, oa.APIConnectionError):
             if started:
@@ -341,21 +421,24 @@ def _merge_call(calls: dict[int, _PartialCall], tc: Any) -> None:
     one without continues the latest, which is how those servers stream.
     """
     index = tc.index
+    if index is not None and (not isinstance(index, int) or isinstance(index, bool)):
+        raise TypeError("tool call index is not an integer")
     if index is None:
         by_id = {c.id: i for i, c in calls.items() if c.id}
         last = max(calls, default=-1)
         index = by_id.get(tc.id, last + 1) if tc.id else max(last, 0)
     part = calls.setdefault(index, _PartialCall())
-    if tc.id:
+    if _str_or_none(tc.id):
         part.id = tc.id
     fn = tc.function
     if fn is None:
         return
-    if fn.name and fn.name != part.name:
+    name, arguments = _str_or_none(fn.name), _str_or_none(fn.arguments)
+    if name and name != part.name:
         # Names normally arrive whole in the first fragment; a few servers repeat them.
-        part.name = fn.name if not part.name else part.name + fn.name
-    if fn.arguments:
-        part.arguments.append(fn.arguments)
+        part.name = name if not part.name else part.name + name
+    if arguments:
+        part.arguments.append(arguments)
 
 
 def _server_message(exc: Exception) -> str:

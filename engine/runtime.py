@@ -159,6 +159,7 @@ class Runtime:
             tools=ToolBox(),
             system_prompt="" if local else SYSTEM_PROMPT,
             hooks=compaction,
+            max_tool_rounds=config.model.max_tool_rounds,
         )
         continuity = None
         if config.task_continuity.enabled:

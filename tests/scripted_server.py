@@ -23,6 +23,7 @@ import json
 import math
 import select
 import socket
+import struct
 import sys
 import threading
 import time
@@ -50,7 +51,9 @@ class Reply:
     replies; the constructors below are the intended way to make one.
     """
 
-    kind: Literal["text", "tool_calls", "error", "drop"]
+    kind: Literal[
+        "text", "tool_calls", "error", "drop", "reset", "malformed", "empty", "choiceless"
+    ]
     pieces: tuple[str, ...] = ()
     calls: tuple[tuple[str, str], ...] = ()
     usage: dict[str, Any] | None = None
@@ -59,6 +62,8 @@ class Reply:
     status: int = 200
     body: dict[str, Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    raw: str = ""
+    """For ``malformed``: the data line sent where a chunk belongs."""
 
     @property
     def content(self) -> str:
@@ -147,6 +152,35 @@ def overflow(limit: int = 8192, requested: int = 9000) -> Reply:
 def drop(after_chunks: int = 1) -> Reply:
     """A stream that dies mid-reply (no terminating chunk, no ``[DONE]``)."""
     return Reply(kind="drop", pieces=("partial ",) * max(0, after_chunks))
+
+
+def reset(after_chunks: int = 1) -> Reply:
+    """A stream the server aborts mid-reply with a TCP reset (RST), as a crashed proxy does."""
+    return Reply(kind="reset", pieces=("partial ",) * max(0, after_chunks))
+
+
+def stall(content: str = "partial answer that stalls", *, chunk_chars: int = 8) -> Reply:
+    """A stream that sends its first piece of text and then no byte until released.
+
+    Only the client's read timeout (or a release) ends it, so tests set the timeout small
+    and wait on the client's state instead of sleeping.
+    """
+    return text(content, chunk_chars=chunk_chars, hold=True)
+
+
+def malformed(after_chunks: int = 1, line: str = '{"choices": [{"delta": ') -> Reply:
+    """A stream whose data line after ``after_chunks`` pieces of text is not valid JSON."""
+    return Reply(kind="malformed", pieces=("partial ",) * max(0, after_chunks), raw=line)
+
+
+def empty() -> Reply:
+    """A 200 stream with no chunks at all: just ``data: [DONE]``."""
+    return Reply(kind="empty")
+
+
+def choiceless() -> Reply:
+    """A stream whose chunks all have an empty ``choices`` list (usage only)."""
+    return Reply(kind="choiceless")
 
 
 def _message_text(message: dict[str, Any]) -> str:
@@ -269,6 +303,12 @@ class ScriptedServer:
         """Queue replies; each incoming chat request consumes exactly one."""
         with self._cond:
             self._queue.extend(replies)
+
+    def always(self, reply: Reply) -> None:
+        """Answer every request the script does not cover with ``reply``, e.g. a model
+        that never stops calling tools."""
+        with self._cond:
+            self._fallback = lambda body: reply
 
     def release(self) -> None:
         """Open the gate of the oldest held reply.
@@ -455,6 +495,16 @@ class _Handler(BaseHTTPRequestHandler):
                 obj["usage"] = None
             return obj
 
+        if reply.kind in ("empty", "choiceless"):
+            if reply.kind == "choiceless":
+                for usage in ({}, _estimate_usage(body, 0)):
+                    bare = chunk({})
+                    bare["choices"] = []
+                    bare["usage"] = usage or None
+                    self._event(bare)
+            self._event("[DONE]")
+            self._write_chunk(b"")
+            return
         deltas = list(self._deltas(reply))
         # Hold after the first piece of text, so the client has something to show.
         hold_after = 1 if reply.pieces else 0
@@ -472,6 +522,15 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
             return
+        if reply.kind == "reset":
+            self._reset()
+            return
+        if reply.kind == "malformed":
+            self._event(reply.raw)
+            self._event(chunk({}, "stop"))
+            self._event("[DONE]")
+            self._write_chunk(b"")
+            return
         finish = "tool_calls" if reply.calls else "stop"
         self._event(chunk({}, finish))
         if include_usage:
@@ -482,6 +541,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(final)
         self._event("[DONE]")
         self._write_chunk(b"")
+
+    def _reset(self) -> None:
+        """Close with SO_LINGER 0, so the kernel sends RST instead of an orderly FIN."""
+        self.wfile.flush()
+        self.close_connection = True
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()
 
     def _deltas(self, reply: Reply) -> Iterator[dict[str, Any]]:
         """The deltas in wire order: role first, then text, then tool-call fragments."""
@@ -504,7 +570,10 @@ class _Handler(BaseHTTPRequestHandler):
                 yield {"tool_calls": [{"index": index, "function": {"arguments": frag}}]}
 
     def _complete(self, body: dict[str, Any], reply: Reply) -> None:
-        if reply.kind == "drop":
+        if reply.kind == "reset":
+            self._reset()
+            return
+        if reply.kind in ("drop", "malformed", "empty", "choiceless"):
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
             return

@@ -260,9 +260,7 @@ async def test_automatic_compaction_keeps_the_question_being_answered(tmp_path, 
     await rt.aclose()
 
 
-async def test_a_prompt_that_alone_overflows_is_summarized_and_the_log_says_so(
-    tmp_path, server
-):
+async def test_a_prompt_that_alone_overflows_is_summarized_and_the_log_says_so(tmp_path, server):
     rt = open_runtime(tmp_path, server, auto=False)
     rt.compaction.context_window = 50
     server.script(s.overflow(), s.text("summary of the long prompt"), s.text("answer"))
@@ -410,7 +408,8 @@ async def test_empty_summary_is_a_summary_error(tmp_path, server):
     server.script(s.text("   "))
     with pytest.raises(CompactionError) as err:
         await rt.compaction.compact_now(rt.driver)
-    assert err.value.kind == "summary" and "empty summary" in str(err.value)
+    # The client already refuses an empty answer; either layer's words say so.
+    assert err.value.kind == "summary" and "the model returned an empty" in str(err.value)
     await rt.aclose()
 
 

@@ -26,6 +26,8 @@ class StreamPrinter:
         self.whole_lines = whole_lines
         """At a live prompt, partial lines would be drawn into the prompt's line."""
         self._pending = ""
+        self._interrupted = False
+        """This turn's reply was cut off by a failed stream and kept in the log."""
 
     @property
     def out(self) -> TextIO:
@@ -95,6 +97,7 @@ class StreamPrinter:
         kind = event["kind"]
         if kind == k.ASSISTANT_MESSAGE:
             self._end_line()
+            self._interrupted = bool(event.get("interrupted"))
             for call in event.get("tool_calls") or ():
                 self.notice(f"[tool] {call['name']}({_short(call.get('arguments', ''))})")
         elif kind == k.COMPACT_START and event.get("open_turn"):
@@ -103,8 +106,10 @@ class StreamPrinter:
             )
         elif kind == k.TURN_END:
             self._end_line()
+            interrupted, self._interrupted = self._interrupted, False
             if event.get("status") == "error":
-                self.error(event.get("error", "the turn failed"))
+                kept = " (the partial reply is kept in the thread)" if interrupted else ""
+                self.error(f"{event.get('error', 'the turn failed')}{kept}")
             elif event.get("status") == "cancelled":
                 self.notice("[cancelled: the partial reply is kept in the thread]")
 

@@ -21,6 +21,7 @@ class AssistantMessage(Markdown):
         background: transparent;
     }
     AssistantMessage.-cancelled { border-left: outer $warning; }
+    AssistantMessage.-interrupted { border-left: outer $error; }
     """
 
     def __init__(self, text: str = "", *, seq: int | None = None) -> None:
@@ -57,7 +58,9 @@ class AssistantMessage(Markdown):
                 await self._stream.write(rest)
             await self._stream.stop()
 
-    async def finish(self, text: str, *, cancelled: bool = False) -> None:
+    async def finish(
+        self, text: str, *, cancelled: bool = False, interrupted: bool = False
+    ) -> None:
         """The final text from the log wins over whatever the stream showed."""
         if self._pump is not None:
             self._pump.cancel()
@@ -68,3 +71,5 @@ class AssistantMessage(Markdown):
             await self.update(text)
         if cancelled:
             self.add_class("-cancelled")
+        if interrupted:
+            self.add_class("-interrupted")

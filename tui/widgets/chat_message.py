@@ -45,6 +45,7 @@ class PastReply(Static):
         padding: 0 1;
     }
     PastReply.-cancelled { border-left: outer $warning; }
+    PastReply.-interrupted { border-left: outer $error; }
     """
 
     def __init__(self, text: str, *, seq: int | None = None) -> None:

@@ -63,6 +63,8 @@ class Transcript(VerticalScroll):
         self._tools: dict[str, ToolBlock] = {}
         self._checkpoints: dict[int, CheckpointBlock] = {}
         self._pending: set[asyncio.Task[None]] = set()
+        self._interrupted = False
+        """The reply just built was cut off by a failed stream (its turn's notice says so)."""
 
     # -- building widgets from events -------------------------------------------
 
@@ -91,10 +93,17 @@ class Transcript(VerticalScroll):
         if kind == k.ASSISTANT_MESSAGE:
             out: list[Widget] = []
             content = str(event.get("content") or "")
+            self._interrupted = bool(event.get("interrupted"))
             if live and self._reply is not None:
                 reply, self._reply = self._reply, None
                 reply.seq = event["seq"]
-                self._spawn(reply.finish(content, cancelled=bool(event.get("cancelled"))))
+                self._spawn(
+                    reply.finish(
+                        content,
+                        cancelled=bool(event.get("cancelled")),
+                        interrupted=self._interrupted,
+                    )
+                )
             elif content:
                 message: Widget = (
                     _assistant_message()(content, seq=event["seq"])
@@ -103,6 +112,8 @@ class Transcript(VerticalScroll):
                 )
                 if event.get("cancelled"):
                     message.add_class("-cancelled")
+                if self._interrupted:
+                    message.add_class("-interrupted")
                 out.append(message)
             for call in event.get("tool_calls") or ():
                 block = ToolBlock(
@@ -120,8 +131,19 @@ class Transcript(VerticalScroll):
                     block.result = str(event.get("content", ""))
             return []
         if kind == k.TURN_END:
+            interrupted, self._interrupted = self._interrupted, False
+            if live and self._reply is not None:
+                # Text streamed but never logged: close it here, or the next turn's
+                # reply would be written into it. Blank text is not worth a widget.
+                reply, self._reply = self._reply, None
+                if reply.text.strip():
+                    self._spawn(reply.finish(reply.text, interrupted=True))
+                else:
+                    self._spawn(self._discard(reply))
             if event.get("status") == "error":
-                return [Notice(f"✗ {event.get('error', 'the turn failed')}", variant="error")]
+                kept = " — the partial reply is kept" if interrupted else ""
+                text = f"✗ {event.get('error', 'the turn failed')}{kept}"
+                return [Notice(text, variant="error")]
             if event.get("status") == "cancelled":
                 return [Notice("turn cancelled — the partial reply is kept", variant="warning")]
             return []
@@ -142,6 +164,10 @@ class Transcript(VerticalScroll):
                     block.archive_note = "not archived (history unavailable)"
             return []
         return []
+
+    async def _discard(self, reply: AssistantMessage) -> None:
+        await reply.finish(reply.text)  # stops its stream pump first
+        await reply.remove()
 
     def _spawn(self, coro: object) -> None:
         task = asyncio.ensure_future(coro)  # type: ignore[arg-type]
