@@ -61,15 +61,19 @@ def open_thread(
         if not view_if_locked:
             raise
         return Thread.view(home, config.user_id, thread_id, f"read-only view: {exc}")
-    if config.task_continuity.enabled and thread.log.tail.stale_compacts:
+    if config.task_continuity.enabled:
         _recover_archive(config, thread)
     return thread
 
 
 def _recover_archive(config: Config, thread: Thread) -> None:
-    """A crash may have cut a compaction between its checkpoint and its archive write."""
+    """A crash may have cut a compaction between its checkpoint and its archive write,
+    or a capture may have failed: the originals are still in the log."""
     from engine.continuity.recovery import recapture
+    from engine.continuity.status import scan_history, scope_binding
 
+    if not scan_history(thread.log.events, scope_binding(thread.user_id, thread.id)).lost:
+        return
     with ArchiveStore(archive_path(thread.dir), config.task_continuity) as store:
         recapture(thread.log, store, user_id=thread.user_id, thread_id=thread.id)
 

@@ -88,14 +88,27 @@ def test_malformed_metadata_is_unavailable_until_a_successful_capture() -> None:
         assert resolve([*events, end(8, ref(2))], ME, {1: 2, 2: 2}).status == "available"
 
 
-def test_failed_capture_is_sticky_until_a_later_success() -> None:
-    events = [end(3, ref(1)), end(5, archive_failure(ME, "disk full"))]
+def test_failed_capture_is_sticky_until_those_originals_are_archived() -> None:
+    """Another batch's success does not bring the failed batch's originals back, so
+    only archiving that same compaction again (compact/archived) clears it."""
+    events = [end(3, ref(1), start=2), end(5, archive_failure(ME, "disk full"), start=4)]
     res = resolve(events, ME, {1: 2})
     assert res.status == "unavailable" and res.reachable == (1,)
     assert "disk full" in res.error
-    later = [*events, {"seq": 6, "kind": "user/message"}]
-    assert resolve(later, ME, {1: 2}).status == "unavailable"
-    assert resolve([*later, end(9, ref(2))], ME, {1: 2, 2: 2}).status == "available"
+    later = [*events, {"seq": 6, "kind": "user/message"}, end(9, ref(2), start=7)]
+    assert resolve(later, ME, {1: 2, 2: 2}).status == "unavailable"
+    again = {"seq": 10, "kind": "compact/archived", "start": 4, "archive": ref(3)}
+    assert resolve([*later, again], ME, {1: 2, 2: 2, 3: 2}).status == "available"
+
+
+def test_a_checkpoint_whose_bracket_never_ended_is_unavailable_until_recaptured() -> None:
+    """A crash between the checkpoint and the archive write leaves no reference at all."""
+    checkpoint = {"seq": 6, "kind": "user/message", "checkpoint": {"start": 4, "summary": 5}}
+    events = [end(3, ref(1), start=2), checkpoint]
+    res = resolve(events, ME, {1: 2})
+    assert res.status == "unavailable" and "interrupted" in res.error
+    again = {"seq": 8, "kind": "compact/archived", "start": 4, "archive": ref(2)}
+    assert resolve([*events, again], ME, {1: 2, 2: 2}).status == "available"
 
 
 def test_unopenable_archive_is_unavailable() -> None:

@@ -6,13 +6,21 @@ Storage failure never undoes a summary: the compaction still succeeds and
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from engine.continuity.extract import extract_records, hidden_seqs, surface_inputs
-from engine.continuity.status import archive_failure, archive_reference
-from engine.continuity.store import ArchiveError, capture_offloaded
+from engine.continuity.recovery import archive_lost
+from engine.continuity.status import (
+    COMPACT_ARCHIVED,
+    archive_failure,
+    archive_reference,
+    scan_history,
+)
+from engine.continuity.store import ArchiveError, ArchiveStore, capture_offloaded
 from engine.continuity.tools import ContinuityContext
+from engine.offload import run_drained
 from engine.surface import Entry
 
 Capture = Callable[[int, list[Entry]], Awaitable[dict[str, Any]]]
@@ -32,6 +40,26 @@ def capture_hook(context: ContinuityContext) -> Capture:
             return archive_failure(context.scope, str(exc))
         except Exception as exc:  # any other failure is still only an archive failure
             return archive_failure(context.scope, f"{type(exc).__name__}: {exc}")
+        await _retry_lost(context, store, skip=batch_key)
         return archive_reference(result, context.scope)
 
     return capture
+
+
+async def _retry_lost(context: ContinuityContext, store: ArchiveStore, *, skip: int) -> None:
+    """The archive works again: store what an earlier failed capture left out.
+
+    Only successes are recorded (a failure is already on record); the appends
+    happen here, on the loop, because front ends follow the log.
+    """
+    events = list(context.events())
+    if not scan_history(events, context.scope).failed or context.append is None:
+        return
+    try:
+        done = await run_drained(archive_lost, store, events, context.scope, skip={skip})
+    except Exception:
+        return  # the failures stay on record as they are
+    for start, archive in done:
+        if "batch" in archive:
+            with contextlib.suppress(OSError):
+                context.append(COMPACT_ARCHIVED, start=start, archive=archive, recovered=True)

@@ -11,11 +11,14 @@ compaction is captured again from the log, under the same batch key (its
 found, not duplicated), and `compact/archived` records the reference, or the
 failure, where every reader looks for it. Until then the status reads
 `unavailable` (see `status.scan_history`).
+
+A capture that failed (a full disk, a broken archive) is retried the same
+way: at the next open, and after the next successful capture of the session.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from engine.continuity.extract import extract_records, hidden_seqs, surface_inputs
@@ -42,28 +45,44 @@ def originals(events: Sequence[Event], start: int) -> tuple[list[Entry], int] | 
     return None
 
 
-def recapture(
-    log: SessionLog, store: ArchiveStore, *, user_id: str, thread_id: str
-) -> list[dict[str, Any]]:
-    """Archive every committed-but-unarchived compaction again; blocking (run off the loop).
+def archive_lost(
+    store: ArchiveStore, events: Sequence[Event], scope: str, *, skip: Collection[int] = ()
+) -> list[tuple[int, dict[str, Any]]]:
+    """Capture every compaction whose originals are in no batch; blocking.
 
-    Returns the `archive` fields written, one per compaction recovered.
+    Returns (start seq, `archive` field) for each: a reference, or the failure.
     """
-    scope = scope_binding(user_id, thread_id)
-    written: list[dict[str, Any]] = []
-    for start in scan_history(log.events, scope).unarchived:
-        found = originals(log.events, start)
+    done: list[tuple[int, dict[str, Any]]] = []
+    for start in scan_history(events, scope).lost:
+        if start in skip:
+            continue
+        found = originals(events, start)
         if found is None:
             continue
         entries, index = found
         try:
-            records = extract_records(surface_inputs(entries, hidden_seqs(log.events[:index])))
+            records = extract_records(surface_inputs(entries, hidden_seqs(events[:index])))
             archive = archive_reference(store.capture(start, records), scope)
         except (ArchiveError, OSError) as exc:
             archive = archive_failure(scope, str(exc))
+        done.append((start, archive))
+    return done
+
+
+def recapture(
+    log: SessionLog, store: ArchiveStore, *, user_id: str, thread_id: str
+) -> list[dict[str, Any]]:
+    """Archive what a crash or a failed capture left out, and record it; blocking.
+
+    Runs when the thread is opened for writing, before anything follows the
+    log, so it may append from a worker thread. Returns the `archive` fields.
+    """
+    scope = scope_binding(user_id, thread_id)
+    written: list[dict[str, Any]] = []
+    for start, archive in archive_lost(store, log.events, scope):
         try:
             log.append(COMPACT_ARCHIVED, start=start, archive=archive, recovered=True)
         except LogWriteError:
-            break  # still unarchived in the log's eyes: reported, and tried again next time
+            break  # still lost in the log's eyes: reported, and tried again next time
         written.append(archive)
     return written

@@ -102,35 +102,49 @@ class ArchiveRef:
 class HistoryScan:
     """What the log says about the archive, before the store is consulted.
 
-    `unarchived` holds the compactions (by their `compact/start` seq) whose
-    checkpoint is in the log but whose originals were never archived nor
-    reported: a crash between the checkpoint and the end of its bracket. They
-    make the status `unavailable` until `compact/archived` (written when the
-    thread is next opened for writing) records their batch or its failure.
+    Two kinds of compaction leave originals that are in no batch, and each
+    keeps the status `unavailable` until that same compaction is archived
+    again (`compact/archived`, written when the thread is next opened for
+    writing, or after the next successful capture):
+
+    - `failed`: the capture failed (start seq -> error); another batch's
+      success does not bring these originals back, so it does not clear it;
+    - `unarchived`: the checkpoint is in the log but its bracket never ended
+      (a crash between the checkpoint and the archive write).
+
+    `failure` is malformed reference metadata, which a later valid reference
+    replaces (the seed's rule for metadata).
     """
 
     refs: list[ArchiveRef] = field(default_factory=list)
     foreign: bool = False
     failure: str | None = None
     latest: ArchiveRef | None = None
+    failed: dict[int, str] = field(default_factory=dict)
     unarchived: list[int] = field(default_factory=list)
 
     @property
     def initialized(self) -> bool:
-        return bool(self.refs) or self.foreign or self.failure is not None or bool(self.unarchived)
+        return bool(self.refs or self.foreign or self.failure or self.failed or self.unarchived)
+
+    @property
+    def lost(self) -> list[int]:
+        """Compactions (by start seq) whose originals are in no batch, oldest first."""
+        return sorted({*self.failed, *self.unarchived})
 
     @property
     def problem(self) -> str | None:
         """Why the status must be `unavailable` (None: no reason from the log)."""
+        reasons = [self.failure] if self.failure else []
+        reasons += [self.failed[start] for start in sorted(self.failed)]
         if self.unarchived:
             seqs = ", ".join(str(seq) for seq in self.unarchived)
-            interrupted = (
+            reasons.append(
                 f"the compaction started at log seq {seqs} was interrupted before its "
                 "originals were archived; they are archived again when the thread is next "
                 "opened"
             )
-            return f"{self.failure}; {interrupted}" if self.failure else interrupted
-        return self.failure
+        return "; ".join(dict.fromkeys(reasons)) or None
 
 
 def _parse(archive: Any, seq: int) -> ArchiveRef | tuple[str, str] | None:
@@ -169,20 +183,20 @@ def scan_history(events: Iterable[Mapping[str, Any]], scope: str) -> HistoryScan
             continue
         if kind not in (COMPACT_END, COMPACT_ARCHIVED):
             continue
-        if isinstance(event.get("start"), int):
-            closed.add(event["start"])
+        seq = event.get("seq") if isinstance(event.get("seq"), int) else 0
+        start = event.get("start") if isinstance(event.get("start"), int) else seq
+        closed.add(start)
         if event.get("error") is not None or "archive" not in event:
             if kind == COMPACT_END and event.get("archive_error"):
-                scan.failure = f"capture failed: {event['archive_error']}"
+                scan.failed[start] = f"capture failed: {event['archive_error']}"
             continue
-        seq = event.get("seq") if isinstance(event.get("seq"), int) else 0
         parsed = _parse(event["archive"], seq)
         if parsed is None:
             scan.failure = "malformed archive reference metadata"
         elif isinstance(parsed, tuple):
             if parsed[1] == scope:
                 error = event["archive"].get("error")
-                scan.failure = f"capture failed: {error}" if error else "capture failed"
+                scan.failed[start] = f"capture failed: {error}" if error else "capture failed"
             else:
                 scan.foreign = True
         elif parsed.scope != scope:
@@ -190,7 +204,8 @@ def scan_history(events: Iterable[Mapping[str, Any]], scope: str) -> HistoryScan
         else:
             scan.refs.append(parsed)
             scan.latest = parsed
-            scan.failure = None  # a successful capture replaces an earlier failure
+            scan.failed.pop(start, None)  # this compaction's originals are archived now
+            scan.failure = None  # a valid reference replaces malformed metadata
     scan.unarchived = [start for start in committed if start not in closed]
     return scan
 

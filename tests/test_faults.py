@@ -1,0 +1,163 @@
+"""The fault suite: every compaction point × {SIGKILL, exception, cancel} × {manual,
+pressure, overflow}.
+
+A child process (tests/fault_child.py) plants facts, starts the compaction
+and meets the fault. Then, as a user would, the thread is read without the
+lock (a reader sees only truthful statuses), and resumed (the writer repairs
+what a crash left). What must hold after every combination:
+
+- nothing typed is lost: every queued prompt is delivered or queued again;
+- no bracket is left live, and /compact and a new prompt work;
+- the log loads;
+- every planted fact that left the context is found word for word, or the
+  archive status says `unavailable` (before the resume as well as after);
+- after the resume every fact is found: what a crash or a failed capture left
+  out of the archive is captured again from the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine import log as k
+from engine.config import load_config
+from engine.continuity.cli import cli_search
+from engine.log import read_events
+from engine.runtime import Runtime
+from engine.session import LOG_NAME, Thread, thread_dir
+from engine.surface import Surface
+from tests import scripted_server as s
+from tests.fault_child import FACTS, FAULTS, MODES, POINTS
+from tests.support import client_for, of_kind
+
+ROOT = Path(__file__).resolve().parent.parent
+THREAD = "faults"
+CASES = [
+    (mode, fault, point)
+    for mode in MODES
+    for fault in FAULTS
+    for point in POINTS
+    if not (point == "flushed" and mode != "manual")
+]
+
+
+def _script(server: s.ScriptedServer, mode: str) -> None:
+    summary = s.text("A summary that names no codes.")
+    answers = [s.text("noted one"), s.text("noted two")]
+    if mode == "manual":
+        server.script(*answers, summary)
+    elif mode == "pressure":
+        server.script(*answers, summary, s.text("noted three"))
+    else:
+        server.script(*answers, s.overflow(), summary, s.text("noted three"))
+
+
+def _config(tmp_path: Path, server: s.ScriptedServer) -> Path:
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        f"model:\n  base_url: {server.base_url}\n  api_key: k\n  max_retries: 0\n"
+        "  context_window: 100000\n"
+        "compaction:\n  auto: false\n  keep_recent_tokens: 0\n"
+    )
+    return path
+
+
+def _delivered_facts(events: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    """(fact, seq) for each fact in a prompt that reached the conversation."""
+    found = []
+    for event in of_kind(events, k.USER_MESSAGE):
+        if "item_id" not in event:
+            continue
+        found.extend((fact, event["seq"]) for fact in FACTS if fact in event["text"])
+    return found
+
+
+def _unaccounted(home: Path, events: list[dict[str, Any]]) -> list[str]:
+    """Facts that left the context and can neither be found nor are reported unavailable."""
+    on_surface = {e.seq for e in Surface.from_events(events).entries}
+    problems = []
+    for fact, seq in _delivered_facts(events):
+        if seq in on_surface:
+            continue
+        result = cli_search(home, "local", THREAD, fact)
+        if any(fact in hit["excerpt"] for hit in result["results"]):
+            continue
+        if result["status"] != "unavailable":
+            problems.append(f"{fact} (seq {seq}) is gone, status {result['status']!r}")
+    return problems
+
+
+def _findable(home: Path, events: list[dict[str, Any]]) -> list[str]:
+    """Facts that cannot be found word for word (on the surface or in the archive)."""
+    missing = []
+    for fact, _ in _delivered_facts(events):
+        result = cli_search(home, "local", THREAD, fact)
+        if not any(fact in hit["excerpt"] for hit in result["results"]):
+            missing.append(f"{fact}: {result['status']}")
+    return missing
+
+
+@pytest.mark.parametrize(("mode", "fault", "point"), CASES)
+async def test_a_fault_anywhere_in_compaction_loses_nothing(tmp_path, server, mode, fault, point):
+    config_path = _config(tmp_path, server)
+    home = tmp_path
+    Thread.create(home, "local", THREAD).close()
+    _script(server, mode)
+    env = {key: v for key, v in os.environ.items() if not key.startswith("OPENAI_")}
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tests.fault_child",
+        str(home),
+        str(config_path),
+        THREAD,
+        mode,
+        fault,
+        point,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    _, err = await asyncio.wait_for(child.communicate(), 60)
+    expected = -signal.SIGKILL if fault == "kill" else 0
+    assert child.returncode == expected, err.decode()[-2000:]
+
+    # A reader, before anyone repairs anything: the log loads, statuses are truthful.
+    log_path = thread_dir(home, "local", THREAD) / LOG_NAME
+    events = read_events(log_path).events
+    assert _unaccounted(home, events) == []
+
+    # The user comes back.
+    config = load_config(config_path, home=home)
+    rt = Runtime.open(config, home, thread_id=THREAD, model=client_for(server))
+    try:
+        log = rt.thread.log
+        assert log.tail.open_compact is None
+        queued = {e["seq"]: e["text"] for e in of_kind(log.events, k.INBOX_QUEUED)}
+        delivered = {e["item_id"] for e in of_kind(log.events, k.USER_MESSAGE) if "item_id" in e}
+        waiting = {item.id for item in rt.driver.inbox}
+        lost = [text for seq, text in queued.items() if seq not in delivered | waiting]
+        assert lost == []
+        assert _unaccounted(home, log.events) == []
+        assert _findable(home, log.events) == []  # a failed capture is retried on open
+        # Usable: a prompt runs (taking any queued input with it), /compact is not wedged.
+        server.script(s.text("back again"))
+        rt.driver.send("after restart")
+        await asyncio.wait_for(rt.driver.when_idle(), 20)
+        assert of_kind(log.events, k.TURN_END)[-1]["status"] == "ok"
+        assert not rt.driver.inbox
+        server.script(s.text("A later summary."))
+        result = await rt.commands.run("/compact")
+        assert result.ok, result.text
+    finally:
+        await rt.aclose()
+    assert read_events(log_path).events[-1]["kind"] in (k.COMMAND_DONE, k.COMPACT_END)
