@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from engine.event_shapes import SHAPES
+from engine.private import open_private, private_dir
 
 Event = dict[str, Any]
 Listener = Callable[[Event], None]
@@ -241,12 +242,12 @@ class SessionLog:
         line; its bytes are kept beside the log, never silently dropped.
         """
         log = cls(path, clock=clock)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
         loaded = read_events(path)
         if loaded.torn is not None:
             raw = path.read_bytes()[loaded.good_bytes :]
             keep = _torn_copy(path, len(loaded.events) + 1)
-            with keep.open("xb") as fh:
+            with os.fdopen(open_private(keep, os.O_WRONLY | os.O_EXCL), "wb") as fh:
                 fh.write(raw)
             with path.open("r+b") as fh:
                 fh.truncate(loaded.good_bytes)
@@ -255,7 +256,7 @@ class SessionLog:
         with paused_gc():
             for event in log.events:
                 log.tail.apply(event)
-        log._fh = path.open("a", encoding="utf-8")
+        log._fh = os.fdopen(open_private(path, os.O_WRONLY | os.O_APPEND), "a", encoding="utf-8")
         return log
 
     @property

@@ -18,6 +18,7 @@ import orjson
 
 from engine import log as k
 from engine.log import LogCorruptError, SessionLog, read_events
+from engine.private import private_dir
 
 THREAD_ID = re.compile(r"[A-Za-z0-9._-]{1,80}")
 LOG_NAME = "session.jsonl"
@@ -129,8 +130,7 @@ class Thread:
     @classmethod
     def create(cls, home: Path, user_id: str, thread_id: str | None = None) -> Thread:
         tid = thread_id or new_thread_id()
-        directory = thread_dir(home, user_id, tid)
-        directory.mkdir(parents=True, exist_ok=True)
+        directory = private_dir(thread_dir(home, user_id, tid), base=home)
         return cls(home, user_id, tid, directory, SessionLog.open(directory / LOG_NAME), False)
 
     @classmethod
@@ -139,6 +139,7 @@ class Thread:
         directory = thread_dir(home, user_id, thread_id)
         if not (directory / LOG_NAME).is_file():
             raise ThreadNotFoundError(f"no thread {thread_id!r} for user {user_id!r}")
+        private_dir(directory, base=home)  # data an older version left readable
         log = SessionLog.open(directory / LOG_NAME)
         if log.events:
             log.append(k.END_SEED, previous=len(log.events))

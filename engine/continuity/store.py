@@ -41,6 +41,7 @@ from engine.continuity import fts
 from engine.continuity.extract import Record
 from engine.continuity.query import ArchiveHit, fts_table, search_batches
 from engine.offload import run_drained
+from engine.private import private_dir, tighten, touch_private
 
 MAX_PAGE_COUNT = 32768
 SCHEMA_VERSION = 1
@@ -202,6 +203,8 @@ class ArchiveStore:
             return self._conn
         if not self.path.is_file():
             return None
+        if not self.readonly:
+            self._make_private()
         try:
             conn = self._connect("ro" if self.readonly else "rw")
             try:
@@ -220,7 +223,8 @@ class ArchiveStore:
         try:
             conn = self._reader()
             if conn is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                private_dir(self.path.parent)
+                touch_private(self.path)  # SQLite gives -wal and -shm this file's mode
                 conn = self._connect("rwc")
                 self._conn = conn
             self._ensure_wal(conn)
@@ -230,6 +234,12 @@ class ArchiveStore:
             self._drop()
             raise CaptureError(f"{self.path}: cannot open archive for writing: {exc}") from exc
         return conn
+
+    def _make_private(self) -> None:
+        """Tighten an archive an older version left readable, before SQLite opens it."""
+        tighten(self.path.parent)
+        for suffix in ("", "-wal", "-shm"):
+            tighten(self.path.with_name(self.path.name + suffix))
 
     @staticmethod
     def _ensure_wal(conn: sqlite3.Connection) -> None:
