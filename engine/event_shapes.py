@@ -148,7 +148,6 @@ SHAPES: dict[str, Check] = {
     "compact/start": _shape(
         "compact/start",
         _field("turn", OPT_INT),
-        _field("range", DICT, _object(("first", INT, False), ("last", INT, False))),
         _field("seqs", LIST, _INTS),
     ),
     "compact/summary": _shape(
