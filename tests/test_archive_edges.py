@@ -230,3 +230,16 @@ def test_an_unknown_option_after_a_query_is_still_an_error(env: Env) -> None:
     result = trove(*env.common, "history", "search", "word", "--bogus")
     assert result.returncode == 2
     assert "--bogus" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_listing_a_batch_with_a_damaged_row_names_the_batch(tmp_path: Path) -> None:
+    path = tmp_path / "history.sqlite"
+    writer = ArchiveStore(path, TaskContinuityConfig(), scope=SCOPE)
+    fill(writer)
+    writer.close()
+    damage(path, "UPDATE sources SET text = x'ff00' WHERE id = (SELECT min(id) FROM sources)")
+    store = ArchiveStore(path, TaskContinuityConfig(), readonly=True, scope=SCOPE)
+    assert [s.chars for s in store.sources(1)] == [len("common word1 item1")]
+    assert 1 in store.damaged
+    assert len(store.sources(2)) == 2 and 2 not in store.damaged
+    store.close()

@@ -219,6 +219,7 @@ class ArchiveStore:
         self._stamp: tuple[int, int, int] | None = None
         self._shared = False
         self._found: dict[int, str] = {}
+        self._tables: tuple[int, frozenset[str]] = (-1, frozenset())
         self._lock = threading.RLock()
 
     # -- connection ------------------------------------------------------------
@@ -577,12 +578,13 @@ class ArchiveStore:
         ids = sorted({int(b) for b in batch_ids})
 
         def work(conn: sqlite3.Connection) -> None:
-            names = {
-                row[0]
-                for row in conn.execute(
+            version = conn.execute("PRAGMA schema_version").fetchone()[0]
+            if self._tables[0] != version:  # the names change only with the schema
+                names = conn.execute(
                     "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'fts_%'"
                 )
-            }
+                self._tables = (version, frozenset(row[0] for row in names))
+            names = self._tables[1]
             for batch_id in ids:
                 if fts_table(batch_id) not in names:
                     self._mark(batch_id, f"its search index {fts_table(batch_id)} is missing")
@@ -612,14 +614,14 @@ class ArchiveStore:
 
         def work(conn: sqlite3.Connection) -> list[SourceSummary]:
             rows = conn.execute(
-                "SELECT source_id, role, seq, text, truncated, batch_id, echo FROM sources "
-                "WHERE batch_id = ? ORDER BY id",
+                "SELECT source_id, role, seq, '', truncated, batch_id, echo, length(text), "
+                "typeof(text) FROM sources WHERE batch_id = ? ORDER BY id",
                 (batch_id,),
             )
             out = []
             for row in rows:
-                if _sound(row):
-                    out.append(SourceSummary(row[0], row[1], row[2], len(row[3]), bool(row[4])))
+                if row[8] == "text" and _sound(row[:7]):
+                    out.append(SourceSummary(row[0], row[1], row[2], row[7], bool(row[4])))
                 else:
                     self._mark(batch_id, f"a stored source is malformed ({row[0]!r:.40})")
             return out
