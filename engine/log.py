@@ -21,6 +21,9 @@ from typing import Any
 
 import orjson
 
+from engine.event_shapes import SHAPES
+from engine.private import open_private, private_dir
+
 Event = dict[str, Any]
 Listener = Callable[[Event], None]
 Clock = Callable[[], datetime]
@@ -133,7 +136,11 @@ def _check(path: Path, lineno: int, event: Any, expected: int) -> None:
         raise LogCorruptError(path, lineno, "missing 'kind'")
     seq = event.get("seq")
     if type(seq) is not int or seq != expected:
-        raise LogCorruptError(path, lineno, f"expected seq {expected}, found {seq!r}")
+        raise LogCorruptError(path, lineno, f"expected seq {expected}, found {seq!r:.40}")
+    check = SHAPES.get(event["kind"])
+    problem = None if check is None else check(event)
+    if problem is not None:
+        raise LogCorruptError(path, lineno, problem)
 
 
 @contextlib.contextmanager
@@ -169,6 +176,7 @@ def _read_events(path: Path) -> LoadResult:
         )
     parsed = _parse_all(body[:-1]) if body else []
     if parsed is not None and len(parsed) == body.count(b"\n"):
+        shapes = SHAPES
         for seq, event in enumerate(parsed, 1):
             if (
                 type(event) is not dict
@@ -177,6 +185,9 @@ def _read_events(path: Path) -> LoadResult:
                 or type(event.get("kind")) is not str
             ):
                 _check(path, seq, event, seq)  # raises with the exact problem
+            check = shapes.get(event["kind"])
+            if check is not None and (problem := check(event)) is not None:
+                raise LogCorruptError(path, seq, problem)
         return LoadResult(parsed, torn, cut)
     events: list[Event] = []
     for index, raw in enumerate(body.split(b"\n")[:-1]):
@@ -185,10 +196,15 @@ def _read_events(path: Path) -> LoadResult:
             raise LogCorruptError(path, lineno, "empty line")
         try:
             event = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise LogCorruptError(path, lineno, f"not valid JSON ({exc.msg})") from None
         except UnicodeDecodeError:
             raise LogCorruptError(path, lineno, "not valid UTF-8") from None
+        except json.JSONDecodeError as exc:
+            raise LogCorruptError(path, lineno, f"not valid JSON ({exc.msg})") from None
+        except ValueError as exc:  # e.g. an integer past the 4,300-digit limit
+            raise LogCorruptError(path, lineno, f"not valid JSON ({exc})") from None
+        except RecursionError:
+            # orjson refuses deep nesting outright; json then runs out of stack.
+            raise LogCorruptError(path, lineno, "not valid JSON (nested too deeply)") from None
         _check(path, lineno, event, lineno)
         events.append(event)
     return LoadResult(events, torn, cut)
@@ -304,11 +320,11 @@ class SessionLog:
         log = cls(path, clock=clock)
         loaded = read_events(path)
         if read_only is None:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(path.parent)
             if loaded.torn is not None:
                 raw = path.read_bytes()[loaded.good_bytes :]
                 keep = _torn_copy(path, len(loaded.events) + 1)
-                with keep.open("xb") as fh:
+                with os.fdopen(open_private(keep, os.O_WRONLY | os.O_EXCL), "wb") as fh:
                     fh.write(raw)
                 with path.open("r+b") as fh:
                     fh.truncate(loaded.good_bytes)
@@ -320,7 +336,7 @@ class SessionLog:
             for event in log.events:
                 log.tail.apply(event)
         if read_only is None:
-            log._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            log._fd = open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
             log._size = os.fstat(log._fd).st_size
         return log
 

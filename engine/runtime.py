@@ -21,6 +21,7 @@ from engine.continuity import (
     archive_path,
     build_tools,
     context_builder,
+    scope_binding,
 )
 from engine.continuity.capture import capture_hook
 from engine.driver import Driver
@@ -72,9 +73,10 @@ def _recover_archive(config: Config, thread: Thread) -> None:
     from engine.continuity.recovery import recapture
     from engine.continuity.status import scan_history, scope_binding
 
-    if not scan_history(thread.log.events, scope_binding(thread.user_id, thread.id)).lost:
+    scope = scope_binding(thread.user_id, thread.id)
+    if not scan_history(thread.log.events, scope).lost:
         return
-    with ArchiveStore(archive_path(thread.dir), config.task_continuity) as store:
+    with ArchiveStore(archive_path(thread.dir), config.task_continuity, scope=scope) as store:
         recapture(thread.log, store, user_id=thread.user_id, thread_id=thread.id)
 
 
@@ -91,7 +93,8 @@ def _attach_continuity(
     With tools off (a model without native tool calls) capture and the
     inspector still work; only the three tools are not offered.
     """
-    store = ArchiveStore(archive_path(thread.dir), config.task_continuity)
+    scope = scope_binding(thread.user_id, thread.id)  # written into the file at creation
+    store = ArchiveStore(archive_path(thread.dir), config.task_continuity, scope=scope)
     context = ContinuityContext.for_log(
         thread.log, driver.surface, store, user_id=thread.user_id, thread_id=thread.id
     )

@@ -7,7 +7,6 @@ the lifecycle evidence that makes anything left open before it stale.
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 import shutil
@@ -15,8 +14,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import orjson
+
 from engine import log as k
-from engine.log import SessionLog, read_events
+from engine.log import LogCorruptError, SessionLog, read_events
+from engine.private import private_dir
 from engine.thread_lock import ThreadLock
 
 THREAD_ID = re.compile(r"[A-Za-z0-9._-]{1,80}")
@@ -49,30 +51,53 @@ class ThreadInfo:
     path: Path
     modified: datetime
     title: str
+    problem: str | None = None
+    """Why the log does not load (`session.jsonl:LINE: what`), when it was verified."""
 
 
 def _title(path: Path) -> str:
-    """The first prompt, read from the head of the log only (cheap to list)."""
+    """The first prompt, read from the head of the log only (cheap to list).
+
+    Any damage in the head just ends the search: listing one thread must
+    never fail the listing of the others.
+    """
     try:
-        with path.open("r", encoding="utf-8") as fh:
-            for _, line in zip(range(200), fh, strict=False):
-                try:
-                    event = json.loads(line)
-                except json.JSONDecodeError:
-                    break
-                if event.get("kind") in (k.USER_MESSAGE, k.INBOX_QUEUED) and not event.get(
-                    "checkpoint"
-                ):
-                    text = " ".join(str(event.get("text", "")).split())
-                    if text:
-                        return text[:60]
+        with path.open("rb") as fh:
+            head = [line for _, line in zip(range(200), fh, strict=False)]
     except OSError:
-        pass
+        return "(unreadable)"
+    for line in head:
+        try:
+            event = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            break
+        if type(event) is not dict:
+            break
+        if event.get("kind") in (k.USER_MESSAGE, k.INBOX_QUEUED) and not event.get("checkpoint"):
+            text = event.get("text")
+            words = text.split() if isinstance(text, str) else []
+            if words:
+                return " ".join(words)[:60]
     return "(empty)"
 
 
-def list_threads(home: Path, user_id: str) -> list[ThreadInfo]:
-    """Newest first, by the time the log was last written."""
+def _problem(path: Path) -> str | None:
+    """A full read of the log: the one line that keeps it from loading, if any."""
+    try:
+        read_events(path)
+    except LogCorruptError as exc:
+        return f"{path.name}:{exc.line}: {exc.problem}"
+    except OSError as exc:
+        return f"{path.name}: unreadable ({exc.strerror or exc})"
+    return None
+
+
+def list_threads(home: Path, user_id: str, *, verify: bool = False) -> list[ThreadInfo]:
+    """Newest first, by the time the log was last written.
+
+    `verify` reads every log in full, so a damaged thread is marked with
+    its problem (what `trove threads` shows); without it only titles are read.
+    """
     root = user_dir(home, user_id) / "threads"
     found: list[ThreadInfo] = []
     if not root.is_dir():
@@ -81,7 +106,8 @@ def list_threads(home: Path, user_id: str) -> list[ThreadInfo]:
         log_path = child / LOG_NAME
         if child.is_dir() and log_path.is_file():
             modified = datetime.fromtimestamp(log_path.stat().st_mtime, UTC)
-            found.append(ThreadInfo(child.name, child, modified, _title(log_path)))
+            problem = _problem(log_path) if verify else None
+            found.append(ThreadInfo(child.name, child, modified, _title(log_path), problem))
     found.sort(key=lambda info: (info.modified, info.id), reverse=True)
     return found
 
@@ -114,8 +140,7 @@ class Thread:
     @classmethod
     def create(cls, home: Path, user_id: str, thread_id: str | None = None) -> Thread:
         tid = thread_id or new_thread_id()
-        directory = thread_dir(home, user_id, tid)
-        directory.mkdir(parents=True, exist_ok=True)
+        directory = private_dir(thread_dir(home, user_id, tid), base=home)
         lock = ThreadLock.acquire(directory, tid)
         try:
             log = SessionLog.open(directory / LOG_NAME)
@@ -135,6 +160,7 @@ class Thread:
         directory = thread_dir(home, user_id, thread_id)
         if not (directory / LOG_NAME).is_file():
             raise ThreadNotFoundError(f"no thread {thread_id!r} for user {user_id!r}")
+        private_dir(directory, base=home)  # data an older version left readable
         lock = ThreadLock.acquire(directory, thread_id)
         try:
             log = SessionLog.open(directory / LOG_NAME)

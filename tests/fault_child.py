@@ -65,7 +65,9 @@ def die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-async def main(home: Path, config_path: Path, thread_id: str, mode: str, fault: str, point: str) -> int:
+async def main(
+    home: Path, config_path: Path, thread_id: str, mode: str, fault: str, point: str
+) -> int:
     config = load_config(config_path, home=home)
     rt = Runtime.open(config, home, thread_id=thread_id)
     log, driver = rt.thread.log, rt.driver

@@ -553,8 +553,9 @@ class TroveApp(App[int]):
 
 def export_thread(runtime: Runtime) -> list[Path]:
     """Markdown for people, JSON (the raw events) for programs."""
-    directory = runtime.home / "exports"
-    directory.mkdir(parents=True, exist_ok=True)
+    from engine.private import private_dir, write_private
+
+    directory = private_dir(runtime.home / "exports", base=runtime.home)
     base = directory / runtime.thread.id
     events = list(runtime.thread.log.events)
     lines = [f"# Trove thread {runtime.thread.id}", ""]
@@ -570,12 +571,10 @@ def export_thread(runtime: Runtime) -> list[Path]:
         elif kind == k.TOOL_RESULT:
             lines += ["```", str(event.get("content", "")), "```", ""]
     markdown = base.with_suffix(".md")
-    markdown.write_text("\n".join(lines), encoding="utf-8")
+    write_private(markdown, "\n".join(lines).encode())
     raw = base.with_suffix(".json")
-    raw.write_text(
-        json.dumps({"thread": runtime.thread.id, "events": events}, ensure_ascii=False, indent=1),
-        encoding="utf-8",
-    )
+    data = {"thread": runtime.thread.id, "events": events}
+    write_private(raw, json.dumps(data, ensure_ascii=False, indent=1).encode())
     return [markdown, raw]
 
 

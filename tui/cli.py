@@ -68,13 +68,56 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Options that take a value, wherever they may appear before a search query.
+_VALUE_OPTIONS = {
+    *("--home", "--config", "--user", "--thread"),
+    *("-p", "--prompt", "--role", "--offset"),
+}
+_SEARCH_FLAGS = {"--json", "-h", "--help"}
+
+
+def _dash_query(argv: list[str]) -> list[str]:
+    """`history search -WORD`: move a dash-led query behind `--` so argparse takes it.
+
+    argparse reads any `-WORD` as an option. When `history search` has no
+    other query and exactly one word it does not know as an option, that
+    word is the query; it goes to the end after `--` (the query is the last
+    positional, so the other options still parse). `--` given by the user
+    is left alone, as is anything ambiguous (argparse then reports it).
+    """
+    if "--" in argv:
+        return argv
+    positionals: list[int] = []
+    dashed: list[int] = []
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        name = word.split("=", 1)[0]
+        if name in _VALUE_OPTIONS:
+            index += 1 if "=" in word else 2
+            continue
+        if word.startswith("-") and len(word) > 1:
+            if name not in _SEARCH_FLAGS and positionals[:2] == ["history", "search"]:
+                dashed.append(index)
+        else:
+            positionals.append(word if len(positionals) < 2 else "query")
+        index += 1
+    if positionals[:2] != ["history", "search"] or len(positionals) > 2 or len(dashed) != 1:
+        return argv
+    query = argv[dashed[0]]
+    if any(known.startswith(query) for known in (*_VALUE_OPTIONS, *_SEARCH_FLAGS)):
+        return argv  # an abbreviated option (argparse accepts unique prefixes)
+    return [*argv[: dashed[0]], *argv[dashed[0] + 1 :], "--", query]
+
+
 def _fail(message: str, code: int) -> int:
     print(f"trove: {message}", file=sys.stderr)
     return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(_dash_query(words))
     from engine.config import ConfigError, default_home, load_config
     from engine.log import LogCorruptError
     from engine.session import ThreadNotFoundError

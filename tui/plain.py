@@ -92,8 +92,7 @@ class PlainRepl:
                             display_meta=command.summary,
                         )
 
-        history = self.runtime.home / "prompt-history"
-        history.parent.mkdir(parents=True, exist_ok=True)
+        history = prompt_history_path(self.runtime.home)
         session: PromptSession[str] = PromptSession(
             history=FileHistory(str(history)), completer=SlashCompleter()
         )
@@ -163,3 +162,10 @@ def run_plain(
     config: Config, home: Path, *, thread_id: str | None = None, backend: Backend | None = None
 ) -> int:
     return asyncio.run(_plain(config, home, thread_id, backend))
+
+
+def prompt_history_path(home: Path) -> Path:
+    """The REPL's prompt history (every prompt typed), created private before use."""
+    from engine.private import private_dir, touch_private
+
+    return touch_private(private_dir(home, base=home) / "prompt-history")

@@ -12,13 +12,14 @@ from engine.session import list_threads
 
 
 def list_threads_command(config: Config, home: Path) -> int:
-    threads = list_threads(home, config.user_id)
+    threads = list_threads(home, config.user_id, verify=True)
     if not threads:
         print(f"no threads for user {config.user_id!r} in {home}")
         return 0
     for info in threads:
         stamp = info.modified.astimezone().strftime("%Y-%m-%d %H:%M")
-        print(f"{info.id}  {stamp}  {info.title}")
+        damaged = f"  [damaged: {info.problem}]" if info.problem else ""
+        print(f"{info.id}  {stamp}  {info.title}{damaged}")
     return 0
 
 

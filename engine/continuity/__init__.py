@@ -44,6 +44,7 @@ from engine.continuity.status import (
 from engine.continuity.store import (
     MAX_PAGE_COUNT,
     ArchiveError,
+    ArchiveScopeError,
     ArchiveStore,
     ArchiveUnavailableError,
     BatchInfo,
@@ -70,6 +71,7 @@ __all__ = [
     "SESSION_FORK",
     "ActiveIndex",
     "ArchiveError",
+    "ArchiveScopeError",
     "ArchiveStore",
     "ArchiveUnavailableError",
     "BatchInfo",

@@ -34,8 +34,11 @@ def thread_snapshot(
     events = read_events(log_path).events
     surface = Surface.from_events(events)
     active = surface_inputs(surface.entries, hidden_seqs(events))
-    store = ArchiveStore(archive_path(directory), config or TaskContinuityConfig(), readonly=True)
-    return Snapshot(events, active, scope_binding(user_id, thread_id), store)
+    scope = scope_binding(user_id, thread_id)
+    store = ArchiveStore(
+        archive_path(directory), config or TaskContinuityConfig(), readonly=True, scope=scope
+    )
+    return Snapshot(events, active, scope, store)
 
 
 def cli_search(

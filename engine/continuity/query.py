@@ -57,12 +57,16 @@ def search_batches(
     role: str | None,
     limit: int,
     partial: bool = True,
+    damaged: dict[int, str] | None = None,
 ) -> list[ArchiveHit]:
     """Up to `limit` hits from `batch_ids` (newest first), originals before echoes.
 
     Sources holding only some of the terms are searched for only when no
-    original holds them all (and `partial` allows it).
+    original holds them all (and `partial` allows it). A batch whose table
+    or rows cannot be read is skipped and named in `damaged` (batch id ->
+    why), so one broken batch never hides the others.
     """
+    damaged = {} if damaged is None else damaged
     conn.execute("BEGIN")
     try:
         present = _present(conn, batch_ids)
@@ -73,12 +77,16 @@ def search_batches(
             if not present or (not every and (originals or not partial)):
                 break
             expression = fts.fts_query(terms, every=every)
-            probe = _probe(conn, expression, present, limit)
+            probe = _probe(conn, expression, present, limit, damaged)
             for batch_id in present:
                 found = probe.get(batch_id)
                 if not found:
                     continue
-                rows = _rows(conn, expression, batch_id, found, role, limit, len(originals))
+                try:
+                    rows = _rows(conn, expression, batch_id, found, role, limit, len(originals))
+                except sqlite3.Error as exc:
+                    damaged.setdefault(batch_id, str(exc))
+                    continue
                 for row in rows:
                     if row[0] in seen:
                         continue
@@ -87,7 +95,7 @@ def search_batches(
                 if len(originals) >= limit:
                     break
         chosen = originals[:limit] + echoes[: max(0, limit - len(originals))]
-        return _with_text(conn, chosen)
+        return _with_text(conn, chosen, damaged)
     finally:
         conn.execute("COMMIT")
 
@@ -108,11 +116,28 @@ def _probe_sql(ids: tuple[int, ...]) -> str:
 
 
 def _probe(
-    conn: sqlite3.Connection, expression: str, ids: list[int], limit: int
+    conn: sqlite3.Connection,
+    expression: str,
+    ids: list[int],
+    limit: int,
+    damaged: dict[int, str],
 ) -> dict[int, list[int]]:
+    """One statement over every batch; when it fails, one per batch to find the broken ones."""
     found: dict[int, list[int]] = {}
-    for batch_id, rowid in conn.execute(_probe_sql(tuple(ids)), (expression, limit + 1)):
-        found.setdefault(batch_id, []).append(rowid)
+    try:
+        for batch_id, rowid in conn.execute(_probe_sql(tuple(ids)), (expression, limit + 1)):
+            found.setdefault(batch_id, []).append(rowid)
+        return found
+    except sqlite3.Error:
+        found = {}
+    for one in ids:
+        try:
+            rows = conn.execute(_probe_sql((one,)), (expression, limit + 1)).fetchall()
+        except sqlite3.Error as exc:
+            damaged.setdefault(one, str(exc))
+            continue
+        if rows:
+            found[one] = [rowid for _, rowid in rows]
     return found
 
 
@@ -144,14 +169,20 @@ def _rows(
     ).fetchall()
 
 
-def _with_text(conn: sqlite3.Connection, chosen: list[tuple]) -> list[ArchiveHit]:
+def _with_text(
+    conn: sqlite3.Connection, chosen: list[tuple], damaged: dict[int, str]
+) -> list[ArchiveHit]:
     if not chosen:
         return []
     marks = ",".join("?" * len(chosen))
     texts = dict(
         conn.execute(f"SELECT id, text FROM sources WHERE id IN ({marks})", [c[0] for c in chosen])
     )
-    return [
-        ArchiveHit(sid, role, seq, texts.get(row_id, ""), bool(echo), bool(trunc), batch, every)
-        for row_id, sid, role, seq, trunc, echo, batch, every in chosen
-    ]
+    hits = []
+    for row_id, sid, role, seq, trunc, echo, batch, every in chosen:
+        text = texts.get(row_id)
+        if not (type(text) is str and type(sid) is str and type(role) is str and type(seq) is int):
+            damaged.setdefault(batch, f"a stored source is malformed (row {row_id})")
+            continue
+        hits.append(ArchiveHit(sid, role, seq, text, bool(echo), bool(trunc), batch, every))
+    return hits

@@ -27,10 +27,11 @@ from engine.continuity.status import (
     STATUS_DETAIL,
     HistoryStatus,
     Resolution,
+    damage_reason,
     resolve_scan,
     scan_history,
 )
-from engine.continuity.store import ArchiveError, ArchiveHit, ArchiveStore
+from engine.continuity.store import ArchiveError, ArchiveHit, ArchiveScopeError, ArchiveStore
 
 SEARCH_LIMIT = 8
 EXCERPT_CHARS = 600
@@ -117,6 +118,8 @@ class HistoryView:
         scan = scan_history(events, scope)
         stored: dict[int, int] | None = {}
         problem: str | None = None
+        foreign: str | None = None
+        damaged: dict[int, str] = {}
         if scan.refs:
             if store is None:
                 stored, problem = None, "task continuity is disabled, the archive is not open"
@@ -125,15 +128,27 @@ class HistoryView:
             else:
                 try:
                     stored = store.batch_records()
+                    damaged = store.check_batches(ref.batch for ref in scan.refs)
+                except ArchiveScopeError as exc:
+                    stored, foreign = None, str(exc)
                 except ArchiveError as exc:
                     stored, problem = None, str(exc)
-        resolution = resolve_scan(scan, stored, problem)
+        resolution = resolve_scan(scan, stored, problem, damaged=damaged, foreign_archive=foreign)
         usable = store if stored is not None and resolution.reachable else None
         return cls(resolution, extract_records(active), usable, index)
+
+    def _damaged(self) -> dict[int, str]:
+        """Reachable batches found damaged so far (at open, or by a later read)."""
+        if self.store is None:
+            return {}
+        known = self.store.damaged
+        return {b: known[b] for b in self.resolution.reachable if b in known}
 
     @property
     def status(self) -> HistoryStatus:
         if self._store_error is not None:
+            return "unavailable"
+        if self.resolution.status == "available" and self._damaged():
             return "unavailable"
         return self.resolution.status
 
@@ -143,7 +158,12 @@ class HistoryView:
             out["detail"] = STATUS_DETAIL[self.status]
         if self.resolution.omitted_records:
             out["omitted_records"] = self.resolution.omitted_records
+        damaged = self._damaged()
+        if damaged:
+            out["damaged_batches"] = sorted(damaged)
         error_text = self._store_error or self.resolution.error
+        if damaged and (error_text is None or not self.resolution.damaged):
+            error_text = damage_reason(damaged)
         if error_text:
             out["reason"] = error_text
         return out
@@ -196,7 +216,7 @@ class HistoryView:
                 )
             except ArchiveError as exc:
                 self._store_error = str(exc)
-                result = self._status_fields()
+            result = self._status_fields()  # the search may have found damage
         for found in archived:
             if found.source_id in self.by_id:
                 continue  # the active copy is whole; prefer it

@@ -12,9 +12,11 @@ checks, the injected notebook, the CLI) answers the same way:
 - `partially_expired`: some referenced batches were evicted by retention.
 - `unavailable`: reference metadata is malformed, or the newest capture
   failed (sticky until a later successful capture), or the archive cannot be
-  opened. Older valid references can still be read.
+  opened, or a reachable batch is damaged. Older valid references (and the
+  undamaged batches) can still be read.
 - `scope_unavailable`: a reference was made for another user or thread (a
-  copied log); it grants nothing here.
+  copied log), or the archive file itself is bound to another one (a copied
+  archive); it grants nothing here.
 
 Only references at or before the position are reachable, so reading an older
 position (a rewind) can never reveal a later batch. A `session/fork` event
@@ -219,6 +221,8 @@ class Resolution:
     expired: tuple[int, ...] = ()
     error: str | None = None
     omitted_records: int | None = None
+    damaged: tuple[int, ...] = ()
+    """Reachable batches that cannot be fully read; the others still are."""
 
     def summary(self) -> dict[str, Any]:
         """The status as data for the model, the notebook message and the CLI."""
@@ -228,6 +232,8 @@ class Resolution:
             out["expired_batches"] = len(self.expired)
         if self.omitted_records:
             out["omitted_records"] = self.omitted_records
+        if self.damaged:
+            out["damaged_batches"] = list(self.damaged)
         if self.error:
             out["reason"] = self.error
         return out
@@ -249,15 +255,34 @@ def resolve(
     return resolve_scan(scan_history(events, scope), stored, store_error)
 
 
+def damage_reason(damaged: Mapping[int, str]) -> str:
+    """One line naming the damaged batches, for the `reason` of a status."""
+    ids = sorted(damaged)
+    which = ", ".join(f"batch {b} ({damaged[b]})" for b in ids[:3])
+    more = f" and {len(ids) - 3} more" if len(ids) > 3 else ""
+    return f"damaged in the archive: {which}{more}; the other batches are still read"
+
+
 def resolve_scan(
     scan: HistoryScan,
     stored: Mapping[int, int] | Collection[int] | None,
     store_error: str | None = None,
+    *,
+    damaged: Mapping[int, str] | None = None,
+    foreign_archive: str | None = None,
 ) -> Resolution:
-    """`resolve` for an already folded scan (so the log is walked once)."""
+    """`resolve` for an already folded scan (so the log is walked once).
+
+    `damaged` names stored batches that cannot be fully read;
+    `foreign_archive` says why the archive file is bound to another scope
+    (nothing in it is reachable then).
+    """
     omitted = scan.latest.omitted_records if scan.latest is not None else None
     if not scan.initialized:
         return Resolution("uninitialized")
+    if foreign_archive is not None:
+        expired = tuple(dict.fromkeys(ref.batch for ref in reversed(scan.refs)))
+        return Resolution("scope_unavailable", (), expired, foreign_archive, omitted)
     reachable: list[int] = []
     expired: list[int] = []
     seen: set[int] = set()
@@ -272,13 +297,19 @@ def resolve_scan(
     if stored is None:
         error = store_error or "the archive cannot be opened"
         return Resolution("unavailable", (), tuple(expired), error, omitted)
+    broken = {b: why for b, why in (damaged or {}).items() if b in reachable}
+    error = scan.problem
     status: HistoryStatus
     if scan.problem is not None:
         status = "unavailable"
+    elif broken:
+        status, error = "unavailable", damage_reason(broken)
     elif scan.foreign:
         status = "scope_unavailable"
     elif expired:
         status = "partially_expired"
     else:
         status = "available"
-    return Resolution(status, tuple(reachable), tuple(expired), scan.problem, omitted)
+    return Resolution(
+        status, tuple(reachable), tuple(expired), error, omitted, tuple(sorted(broken))
+    )

@@ -1,6 +1,7 @@
 """The per-thread archive: compacted sources in SQLite, searchable through FTS5.
 
-Layout (schema version 1, `PRAGMA user_version`):
+Layout (schema version 2, `PRAGMA user_version`; `MIGRATIONS` builds it
+step by step, so a new file and an old one reach the same schema):
 
 - `batches`: one row per capture (one successful compaction). Ids come from
   AUTOINCREMENT, so an evicted batch's id is never reused and an old log
@@ -13,6 +14,13 @@ Layout (schema version 1, `PRAGMA user_version`):
   (a shared FTS table would only gain tombstones). Searching a batch is a
   query on its own table: a position that cannot reach a batch cannot query it
   (query.py holds the search itself).
+- `meta` (version 2): `scope`, the user/thread binding (`status.scope_binding`)
+  the file was made for. A file bound to another thread (a copied archive)
+  reads as `ArchiveScopeError`, and no capture writes into it.
+
+A batch fails alone: when one batch's FTS table or rows are unreadable, that
+batch is recorded in `damaged` and every other batch is still searched and
+read; the history view reports the damage in its status.
 
 Every capture is one `BEGIN IMMEDIATE` transaction: competing captures (two
 threads, two processes) serialize their retention decisions. Inside it, the
@@ -22,6 +30,11 @@ SQLite still reports the ceiling (SQLITE_FULL) everything rolls back, the
 previous batches stay, and `CaptureError` is raised.
 
 Readers never create the file: a missing archive reads as empty.
+A read-only store writes nothing either, not even `-wal`/`-shm`: when no
+`-wal` exists, everything committed is in the main file, so it is opened
+`immutable=1` (no lock, no shared memory) and each read checks afterwards that
+the file did not change under it; otherwise, or when it did change, it is
+opened `mode=ro`, which uses the `-wal`/`-shm` a live writer already has.
 The class is synchronous; callers run it off the event loop
 (`capture_offloaded` does that and drains the write on cancellation).
 """
@@ -29,6 +42,7 @@ The class is synchronous; callers run it off the event loop
 from __future__ import annotations
 
 import math
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable
@@ -41,9 +55,9 @@ from engine.continuity import fts
 from engine.continuity.extract import Record
 from engine.continuity.query import ArchiveHit, fts_table, search_batches
 from engine.offload import run_drained
+from engine.private import private_dir, tighten, touch_private
 
 MAX_PAGE_COUNT = 32768
-SCHEMA_VERSION = 1
 APPLICATION_ID = 0x54524F56  # "TROV": marks the file as a Trove archive
 BUSY_TIMEOUT_MS = 10_000
 ARCHIVE_DIR = "task-history"
@@ -67,6 +81,10 @@ class ArchiveError(Exception):
 
 class ArchiveUnavailableError(ArchiveError):
     """The archive cannot be read (corrupt, unreadable, foreign or newer schema)."""
+
+
+class ArchiveScopeError(ArchiveUnavailableError):
+    """The file is bound to another user or thread (e.g. copied from another thread)."""
 
 
 class CaptureError(ArchiveError):
@@ -121,7 +139,7 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-_SCHEMA = f"""
+_SCHEMA_V1 = f"""
 CREATE TABLE batches (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     batch_key INTEGER NOT NULL UNIQUE,
@@ -143,8 +161,29 @@ CREATE TABLE sources (
 CREATE INDEX sources_by_batch ON sources(batch_id);
 CREATE INDEX sources_by_source ON sources(source_id, batch_id);
 PRAGMA application_id = {APPLICATION_ID};
-PRAGMA user_version = {SCHEMA_VERSION};
 """
+
+
+def _create_tables(conn: sqlite3.Connection, scope: str | None) -> None:
+    for statement in _SCHEMA_V1.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def _add_scope_binding(conn: sqlite3.Connection, scope: str | None) -> None:
+    """A v1 file is adopted by the thread whose writer migrates it (it sits in its directory)."""
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    if scope is not None:
+        conn.execute("INSERT INTO meta (key, value) VALUES ('scope', ?)", (scope,))
+
+
+# Step n takes a file from user_version n to n + 1, inside the capture's
+# transaction; append new steps, never edit old ones.
+MIGRATIONS: tuple[Callable[[sqlite3.Connection, str | None], None], ...] = (
+    _create_tables,
+    _add_scope_binding,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
 
 
 class ArchiveStore:
@@ -161,16 +200,26 @@ class ArchiveStore:
         config: TaskContinuityConfig,
         *,
         readonly: bool = False,
+        scope: str | None = None,
         max_page_count: int = MAX_PAGE_COUNT,
         clock: Callable[[], datetime] = _utcnow,
     ) -> None:
         self.path = Path(path)
         self.config = config
         self.readonly = readonly
+        self.scope = scope
         self.max_page_count = max_page_count
         self.clock = clock
+        self.damaged: dict[int, str] = {}
+        """Batch id -> why it cannot be read; damage found by any read stays known."""
         self._conn: sqlite3.Connection | None = None
         self._initialized = False
+        self._version = 0
+        self._bound: str | None = None
+        self._stamp: tuple[int, int, int] | None = None
+        self._shared = False
+        self._found: dict[int, str] = {}
+        self._tables: tuple[int, frozenset[str]] = (-1, frozenset())
         self._lock = threading.RLock()
 
     # -- connection ------------------------------------------------------------
@@ -182,19 +231,64 @@ class ArchiveStore:
         return conn
 
     def _check_schema(self, conn: sqlite3.Connection) -> bool:
-        """True when the schema exists; False for an empty file; raises for a foreign one."""
+        """True when the schema exists; False for an empty file; raises for a foreign one.
+
+        Any version up to ours is readable (a writer migrates it); a binding
+        to another scope raises `ArchiveScopeError`.
+        """
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         app = conn.execute("PRAGMA application_id").fetchone()[0]
         if version == 0 and app == 0:
             tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
             if tables == 0:
                 return False
-        if app != APPLICATION_ID or version != SCHEMA_VERSION:
+        if app != APPLICATION_ID or not 1 <= version <= SCHEMA_VERSION:
             raise ArchiveUnavailableError(
-                f"{self.path}: not a Trove archive of schema {SCHEMA_VERSION} "
+                f"{self.path}: not a Trove archive of schema {SCHEMA_VERSION} or older "
                 f"(application_id {app}, user_version {version})"
             )
+        self._version = version
+        self._bound = None
+        if version >= 2:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'scope'").fetchone()
+            self._bound = row[0] if row is not None else None
+        if self.scope is not None and self._bound is not None and self._bound != self.scope:
+            raise ArchiveScopeError(
+                f"{self.path}: the archive belongs to another user or thread "
+                "(it was copied here); it is not read"
+            )
         return True
+
+    def _file_stamp(self) -> tuple[int, int, int] | None:
+        """What changes when anyone writes the main file; None once a -wal exists."""
+        if os.path.exists(f"{self.path}-wal"):
+            return None
+        try:
+            info = os.stat(self.path)
+        except OSError:
+            return None
+        return (info.st_ino, info.st_size, info.st_mtime_ns)
+
+    def _read_mode(self) -> str:
+        """`ro` plus `immutable=1` when no writer has a -wal (see the module docstring)."""
+        self._stamp = None
+        if not self.readonly:
+            return "rw"
+        if not self._shared:
+            self._stamp = self._file_stamp()
+            if self._stamp is not None:
+                return "ro&immutable=1"
+        return "ro"
+
+    def _unchanged(self) -> bool:
+        """After an immutable read: nothing wrote the file meanwhile, so the read was sound."""
+        if self._stamp is None:
+            return True
+        if self._file_stamp() == self._stamp:
+            return True
+        self._shared = True  # a writer is about: use its -wal/-shm from now on
+        self._drop()
+        return False
 
     def _reader(self) -> sqlite3.Connection | None:
         """The open connection, or None when there is no archive file (never creates it)."""
@@ -202,8 +296,10 @@ class ArchiveStore:
             return self._conn
         if not self.path.is_file():
             return None
+        if not self.readonly:
+            self._make_private()
         try:
-            conn = self._connect("ro" if self.readonly else "rw")
+            conn = self._connect(self._read_mode())
             try:
                 self._initialized = self._check_schema(conn)
             except BaseException:
@@ -220,7 +316,8 @@ class ArchiveStore:
         try:
             conn = self._reader()
             if conn is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                private_dir(self.path.parent)
+                touch_private(self.path)  # SQLite gives -wal and -shm this file's mode
                 conn = self._connect("rwc")
                 self._conn = conn
             self._ensure_wal(conn)
@@ -230,6 +327,12 @@ class ArchiveStore:
             self._drop()
             raise CaptureError(f"{self.path}: cannot open archive for writing: {exc}") from exc
         return conn
+
+    def _make_private(self) -> None:
+        """Tighten an archive an older version left readable, before SQLite opens it."""
+        tighten(self.path.parent)
+        for suffix in ("", "-wal", "-shm"):
+            tighten(self.path.with_name(self.path.name + suffix))
 
     @staticmethod
     def _ensure_wal(conn: sqlite3.Connection) -> None:
@@ -292,8 +395,10 @@ class ArchiveStore:
             conn = self._writer()
             try:
                 conn.execute("BEGIN IMMEDIATE")
-                if not self._initialized:
+                if not self._initialized or self._version < SCHEMA_VERSION:
                     self._initialize(conn)
+                elif self.scope is not None and self._bound is None:
+                    self._bind(conn)
                 row = conn.execute(
                     "SELECT id, records, omitted, truncated FROM batches WHERE batch_key = ?",
                     (batch_key,),
@@ -307,7 +412,7 @@ class ArchiveStore:
                 conn.execute("COMMIT")
             except ArchiveUnavailableError as exc:
                 self._abort(conn)
-                raise CaptureError(f"{self.path}: {exc}") from exc
+                raise CaptureError(str(exc)) from exc
             except sqlite3.Error as exc:
                 self._abort(conn)
                 full = getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL"
@@ -328,12 +433,21 @@ class ArchiveStore:
         self._drop()
 
     def _initialize(self, conn: sqlite3.Connection) -> None:
-        """Create the schema inside the capture's transaction (races serialize on it)."""
-        if not self._check_schema(conn):
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
+        """Create or migrate the schema inside the capture's transaction (races serialize on it)."""
+        version = self._version if self._check_schema(conn) else 0
+        for step in MIGRATIONS[version:]:
+            step(conn, self.scope)
+        if version < SCHEMA_VERSION:
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            self._version = SCHEMA_VERSION
+            self._bound = self.scope
+        elif self.scope is not None and self._bound is None:
+            self._bind(conn)
         self._initialized = True
+
+    def _bind(self, conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('scope', ?)", (self.scope,))
+        self._bound = self.scope
 
     def _estimate_bytes(self, records: list[Record], index: list[str]) -> int:
         return math.ceil(
@@ -424,21 +538,60 @@ class ArchiveStore:
     # -- reading ---------------------------------------------------------------
 
     def _read(self, work: Callable[[sqlite3.Connection], object], empty: object) -> object:
-        """Run a read; a missing or empty archive gives `empty`, a broken one raises."""
+        """Run a read; a missing or empty archive gives `empty`, a broken one raises.
+
+        Batch damage the work finds goes to `self._found`, and is kept only
+        when the read was sound (an immutable read the file changed under is
+        done again through the writer's -wal).
+        """
         with self._lock:
-            conn = self._reader()
-            if conn is None:
-                return empty
-            try:
-                if not self._initialized:
-                    # An empty file may have been initialized by a writer since.
-                    self._initialized = self._check_schema(conn)
+            while True:
+                self._found = {}
+                conn = self._reader()
+                if conn is None:
+                    return empty
+                try:
                     if not self._initialized:
-                        return empty
-                return work(conn)
-            except sqlite3.Error as exc:
-                self._drop()
-                raise ArchiveUnavailableError(f"{self.path}: cannot read archive: {exc}") from exc
+                        # An empty file may have been initialized by a writer since.
+                        self._initialized = self._check_schema(conn)
+                    result = work(conn) if self._initialized else empty
+                except sqlite3.Error as exc:
+                    if not self._unchanged():
+                        continue
+                    self._drop()
+                    raise ArchiveUnavailableError(
+                        f"{self.path}: cannot read archive: {exc}"
+                    ) from exc
+                if self._unchanged():
+                    self.damaged.update(self._found)
+                    return result
+
+    def _mark(self, batch_id: int, problem: object) -> None:
+        self._found.setdefault(batch_id, str(problem))
+
+    def check_batches(self, batch_ids: Iterable[int]) -> dict[int, str]:
+        """Which of `batch_ids` are known damaged; a missing FTS table is found here, cheaply.
+
+        The table names come from the schema SQLite already holds in memory,
+        so this costs no page reads of the batches themselves.
+        """
+        ids = sorted({int(b) for b in batch_ids})
+
+        def work(conn: sqlite3.Connection) -> None:
+            version = conn.execute("PRAGMA schema_version").fetchone()[0]
+            if self._tables[0] != version:  # the names change only with the schema
+                names = conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'fts_%'"
+                )
+                self._tables = (version, frozenset(row[0] for row in names))
+            names = self._tables[1]
+            for batch_id in ids:
+                if fts_table(batch_id) not in names:
+                    self._mark(batch_id, f"its search index {fts_table(batch_id)} is missing")
+
+        if ids:
+            self._read(work, None)
+        return {b: self.damaged[b] for b in ids if b in self.damaged}
 
     def batches(self) -> list[BatchInfo]:
         """Every batch still stored, oldest first (for the UI and the status layer)."""
@@ -461,11 +614,17 @@ class ArchiveStore:
 
         def work(conn: sqlite3.Connection) -> list[SourceSummary]:
             rows = conn.execute(
-                "SELECT source_id, role, seq, length(text), truncated FROM sources "
-                "WHERE batch_id = ? ORDER BY id",
+                "SELECT source_id, role, seq, '', truncated, batch_id, echo, length(text), "
+                "typeof(text) FROM sources WHERE batch_id = ? ORDER BY id",
                 (batch_id,),
             )
-            return [SourceSummary(s, r, q, c, bool(t)) for s, r, q, c, t in rows]
+            out = []
+            for row in rows:
+                if row[8] == "text" and _sound(row[:7]):
+                    out.append(SourceSummary(row[0], row[1], row[2], row[7], bool(row[4])))
+                else:
+                    self._mark(batch_id, f"a stored source is malformed ({row[0]!r:.40})")
+            return out
 
         return self._read(work, [])  # type: ignore[return-value]
 
@@ -477,14 +636,18 @@ class ArchiveStore:
 
         def work(conn: sqlite3.Connection) -> StoredSource | None:
             marks = ",".join("?" * len(ids))
-            row = conn.execute(
+            rows = conn.execute(
                 "SELECT source_id, role, seq, text, truncated, batch_id, echo FROM sources "
-                f"WHERE source_id = ? AND batch_id IN ({marks}) ORDER BY batch_id DESC LIMIT 1",
+                f"WHERE source_id = ? AND batch_id IN ({marks}) ORDER BY batch_id DESC",
                 (source_id, *ids),
-            ).fetchone()
-            if row is None:
-                return None
-            return StoredSource(row[0], row[1], row[2], row[3], bool(row[4]), row[5], bool(row[6]))
+            )
+            for row in rows:
+                if _sound(row):
+                    return StoredSource(
+                        row[0], row[1], row[2], row[3], bool(row[4]), row[5], bool(row[6])
+                    )
+                self._mark(row[5], f"stored source {source_id} is malformed")
+            return None
 
         return self._read(work, None)  # type: ignore[return-value]
 
@@ -527,9 +690,20 @@ class ArchiveStore:
             return []
 
         def work(conn: sqlite3.Connection) -> list[ArchiveHit]:
-            return search_batches(conn, terms, ids, role=role, limit=limit, partial=partial)
+            usable = [b for b in ids if b not in self.damaged]
+            return search_batches(
+                conn, terms, usable, role=role, limit=limit, partial=partial, damaged=self._found
+            )
 
         return self._read(work, [])  # type: ignore[return-value]
+
+
+_ROW_TYPES = (str, str, int, str, int, int, int)
+
+
+def _sound(row: tuple) -> bool:
+    """A `sources` row whose columns have the types capture wrote (SQLite does not enforce them)."""
+    return all(type(v) is t for v, t in zip(row, _ROW_TYPES, strict=True))
 
 
 async def capture_offloaded(
