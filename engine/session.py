@@ -17,6 +17,7 @@ from pathlib import Path
 
 from engine import log as k
 from engine.log import SessionLog, read_events
+from engine.safe_text import safe_text
 
 THREAD_ID = re.compile(r"[A-Za-z0-9._-]{1,80}")
 LOG_NAME = "session.jsonl"
@@ -51,7 +52,10 @@ class ThreadInfo:
 
 
 def _title(path: Path) -> str:
-    """The first prompt, read from the head of the log only (cheap to list)."""
+    """The first prompt, read from the head of the log only (cheap to list).
+
+    It is only ever shown, so it is made terminal-safe here, once, for every list.
+    """
     try:
         with path.open("r", encoding="utf-8") as fh:
             for _, line in zip(range(200), fh, strict=False):
@@ -62,7 +66,7 @@ def _title(path: Path) -> str:
                 if event.get("kind") in (k.USER_MESSAGE, k.INBOX_QUEUED) and not event.get(
                     "checkpoint"
                 ):
-                    text = " ".join(str(event.get("text", "")).split())
+                    text = " ".join(safe_text(str(event.get("text", ""))).split())
                     if text:
                         return text[:60]
     except OSError:

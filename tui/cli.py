@@ -69,7 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"trove: {message}", file=sys.stderr)
+    from engine.safe_text import safe_text  # the message may quote a log, a file or a server
+
+    print(f"trove: {safe_text(message)}", file=sys.stderr)
     return code
 
 
