@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from textual import events
 from textual.pilot import Pilot
 
 from engine import log as k
@@ -69,9 +70,8 @@ async def until(pilot: Pilot[Any], ready: Callable[[], bool]) -> None:
 
 
 async def send(pilot: Pilot[Any], text: str) -> None:
-    """A prompt as if pasted: hostile text can come from the clipboard, too."""
-    pilot.app.query_one(PromptInput).set_value(text)
-    await pilot.press("enter")
+    """A prompt sent as the engine takes it (the input itself only holds safe text)."""
+    pilot.app.runtime.driver.send(text)
     await settle(pilot)
 
 
@@ -89,8 +89,7 @@ async def test_live_reply_tools_and_errors_draw_no_escape(app_factory, server, m
     app = app_factory()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        app.query_one(PromptInput).set_value(PROMPT)
-        await pilot.press("enter")
+        app.runtime.driver.send(PROMPT)
         await until(pilot, lambda: "Hello" in screen_text(pilot))
         assert_screen_clean(pilot, "Hello")  # mid-stream: the unfinished sequence is held back
         server.release()
@@ -168,3 +167,21 @@ async def test_every_inspector_tab_draws_no_escape(app_factory, server):
         await pilot.press("f2")  # Reader → Notes
         await idle(pilot)
         assert_screen_clean(pilot, f"note {CODE} done")
+
+
+async def test_the_prompt_draws_no_escape_from_a_restored_or_pasted_prompt(app_factory, server):
+    """A failed prompt comes back from the log into the input; a paste lands there too."""
+    server.script(s.error(400, "no"))
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await send(pilot, PROMPT)
+        prompt = app.query_one(PromptInput)
+        assert prompt.text == f"The code is {CODE} keep it"  # back from the log, made safe
+        assert_screen_clean(pilot, f"The code is {CODE} keep it")
+        prompt.clear()
+        paste = events.Paste(f"pasted{CLEAR} text{CSI_8BIT}\r\nline two")
+        app.post_message(paste)  # to the app, as the driver delivers it
+        await pilot.pause()
+        assert prompt.text == "pasted text\nline two"
+        assert_screen_clean(pilot, "pasted text")
