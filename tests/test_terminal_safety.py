@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import random
 import re
 
 from engine.safe_text import HOLD_LIMIT, SafeStream, safe_data, safe_json, safe_text
@@ -86,6 +87,43 @@ def test_a_sequence_split_across_pieces_is_removed_whole():
         out = "".join(pieces) + stream.flush()
         assert out == safe_text(text) == "Hello world!\nnext line 中文"
         assert all(UNSAFE.search(p) is None for p in pieces)
+
+
+def test_any_split_of_any_mix_streams_as_the_whole_text_does():
+    atoms = [
+        *HOSTILE_PIECES,
+        CLIPBOARD,
+        DCS,
+        "\x1b",
+        "\x1b[",
+        "\x9b",
+        "\x9d",
+        "\x9c",
+        "\x07",
+        "\r",
+        "\n",
+        "\\",
+        "[",
+        "]",
+        "0;",
+        "2J",
+        "m",
+        "中",
+        "😀",
+        "\ud800",
+        "\u202e",
+        " ",
+    ]
+    rng = random.Random(9)
+    for _ in range(400):
+        text = "".join(rng.choice(atoms) for _ in range(rng.randint(1, 30)))
+        cuts = sorted(rng.sample(range(len(text) + 1), min(len(text) + 1, rng.randint(0, 6))))
+        stream, shown = SafeStream(), []
+        for start, end in zip([0, *cuts], [*cuts, len(text)], strict=True):
+            shown.append(stream.feed(text[start:end]))
+        shown.append(stream.flush())
+        assert all(UNSAFE.search(p) is None and "\ud800" not in p for p in shown)
+        assert "".join(shown) == safe_text(text), repr(text)
 
 
 def test_stream_lets_an_endless_sequence_through_as_text():
