@@ -32,6 +32,7 @@ from tests.tui.conftest import say, settle
 from tests.tui.test_inspector import idle, open_inspector
 from tui.inspector.reader_tab import ReaderTab
 from tui.inspector.search_tab import SearchTab
+from tui.screens.threads import ThreadsScreen
 from tui.widgets.prompt_input import PromptInput
 from tui.widgets.tool_block import ToolBlock
 
@@ -129,8 +130,8 @@ async def test_replayed_thread_and_checkpoint_draw_no_escape(app_factory, server
         assert of_kind(again.runtime.thread.log.events, k.COMPACT_END)
         assert_screen_clean(pilot, f"The code is {CODE} keep it", "Hello world and more 中文 ok")
         await pilot.press("ctrl+t")
-        await pilot.pause()
-        assert_screen_clean(pilot, f"The code is {CODE} keep it")
+        await until(pilot, lambda: isinstance(again.screen, ThreadsScreen))
+        assert_screen_clean(pilot, "Threads — Enter opens", f"The code is {CODE} keep it")
 
 
 async def test_every_inspector_tab_draws_no_escape(app_factory, server):
