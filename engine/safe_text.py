@@ -62,17 +62,6 @@ def safe_text(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
-def safe_data(value: Any) -> Any:
-    """A JSON-like value with every string in it (keys too) made safe, for display."""
-    if isinstance(value, str):
-        return safe_text(value)
-    if isinstance(value, dict):
-        return {safe_data(key): safe_data(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [safe_data(item) for item in value]
-    return value
-
-
 _JSON_ESCAPE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
