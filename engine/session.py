@@ -19,6 +19,7 @@ import orjson
 from engine import log as k
 from engine.log import LogCorruptError, SessionLog, read_events
 from engine.private import private_dir
+from engine.safe_text import safe_text
 from engine.thread_lock import ThreadLock
 
 THREAD_ID = re.compile(r"[A-Za-z0-9._-]{1,80}")
@@ -59,7 +60,8 @@ def _title(path: Path) -> str:
     """The first prompt, read from the head of the log only (cheap to list).
 
     Any damage in the head just ends the search: listing one thread must
-    never fail the listing of the others.
+    never fail the listing of the others. It is only ever shown, so it is made
+    terminal-safe here, once, for every list.
     """
     try:
         with path.open("rb") as fh:
@@ -75,7 +77,7 @@ def _title(path: Path) -> str:
             break
         if event.get("kind") in (k.USER_MESSAGE, k.INBOX_QUEUED) and not event.get("checkpoint"):
             text = event.get("text")
-            words = text.split() if isinstance(text, str) else []
+            words = safe_text(text).split() if isinstance(text, str) else []
             if words:
                 return " ".join(words)[:60]
     return "(empty)"

@@ -32,6 +32,7 @@ from engine.continuity.notes import NOTE_DELETE, NOTE_SET
 from engine.driver import DriverClosedError
 from engine.log import Event, LogCorruptError
 from engine.runtime import Runtime, open_thread
+from engine.safe_text import safe_text
 from engine.session import Thread, ThreadNotFoundError, fork_thread, list_threads
 from tui.messages import OpenBatch, PromptSubmitted, QueueItemEdit, QueueItemRemove
 from tui.widgets.prompt_input import PromptInput
@@ -579,7 +580,12 @@ def export_thread(runtime: Runtime) -> list[Path]:
 
 
 def copy_text(app: App[Any], text: str) -> None:
-    """OSC 52 (works over SSH) plus the system clipboard when a tool for it exists."""
+    """OSC 52 (works over SSH) plus the system clipboard when a tool for it exists.
+
+    The text is made terminal-safe first: it is pasted into terminals, where an
+    escape in it (a bracketed-paste end, say) would run as if typed.
+    """
+    text = safe_text(text)
     app.copy_to_clipboard(text)
     import shutil
     import subprocess

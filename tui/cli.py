@@ -111,7 +111,9 @@ def _dash_query(argv: list[str]) -> list[str]:
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"trove: {message}", file=sys.stderr)
+    from engine.safe_text import safe_text  # the message may quote a log, a file or a server
+
+    print(f"trove: {safe_text(message)}", file=sys.stderr)
     return code
 
 

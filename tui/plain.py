@@ -41,7 +41,7 @@ class PlainRepl:
         if is_command(text):
             result = await self.runtime.commands.run(text)
             if result.ok:
-                print(result.text, flush=True)
+                self.printer.say(result.text)
             else:
                 self.printer.notice(result.text)
             return
@@ -97,10 +97,9 @@ class PlainRepl:
             history=FileHistory(str(history)), completer=SlashCompleter()
         )
         thread = self.runtime.thread
-        print(
+        self.printer.say(
             f"trove · thread {thread.id} · model {self.runtime.config.model.name}"
-            " — /help for commands, Ctrl-C cancels, Ctrl-D quits",
-            flush=True,
+            " — /help for commands, Ctrl-C cancels, Ctrl-D quits"
         )
         with patch_stdout(raw=True):
             while True:

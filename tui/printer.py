@@ -1,7 +1,9 @@
 """Line-oriented output of a running session, shared by the REPL and -p.
 
 Replies stream to stdout as they arrive; errors and notices go to stderr as
-one line each, so `trove -p … > answer.txt` captures only the answer.
+one line each, so `trove -p … > answer.txt` captures only the answer. Every
+character written passes through `engine.safe_text` first: the model, tools
+and the server's error messages never reach the terminal's control channel.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import TextIO
 from engine import log as k
 from engine.log import Event
 from engine.runtime import Runtime
+from engine.safe_text import SafeStream, safe_text
 
 
 class StreamPrinter:
@@ -28,6 +31,7 @@ class StreamPrinter:
         self._pending = ""
         self._interrupted = False
         """This turn's reply was cut off by a failed stream and kept in the log."""
+        self._safe = SafeStream()
 
     @property
     def out(self) -> TextIO:
@@ -48,6 +52,9 @@ class StreamPrinter:
     # Observer protocol --------------------------------------------------------
 
     def on_delta(self, turn: int, text: str) -> None:
+        text = self._safe.feed(text)
+        if not text:  # all of it held back: the start of a sequence split across deltas
+            return
         if self.whole_lines:
             self._pending += text
             text = self._take_lines()
@@ -84,6 +91,7 @@ class StreamPrinter:
                 return "".join(out)
 
     def _end_line(self) -> None:
+        self._pending += self._safe.flush()
         if self._pending:
             self.out.write(self._pending)
             self._pending = ""
@@ -115,7 +123,11 @@ class StreamPrinter:
 
     def notice(self, text: str) -> None:
         self._end_line()
-        print(text, file=self.err, flush=True)
+        print(safe_text(text), file=self.err, flush=True)
+
+    def say(self, text: str) -> None:
+        """A command's result on stdout, as its own line (a reply streaming meanwhile goes on)."""
+        print(safe_text(text), file=self.out, flush=True)
 
     def error(self, text: str) -> None:
         self.errors.append(text)

@@ -1,13 +1,18 @@
-"""`trove threads`, `trove history …`, `trove notes`: read-only views, no model."""
+"""`trove threads`, `trove history …`, `trove notes`: read-only views, no model.
+
+What they print comes from logs and archives, so it is text for a terminal
+made safe: human output through `safe_text`, `--json` with every control
+escaped (the decoded value is still exactly the tool's).
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from engine.config import Config
+from engine.safe_text import safe_json, safe_text
 from engine.session import list_threads
 
 
@@ -19,7 +24,7 @@ def list_threads_command(config: Config, home: Path) -> int:
     for info in threads:
         stamp = info.modified.astimezone().strftime("%Y-%m-%d %H:%M")
         damaged = f"  [damaged: {info.problem}]" if info.problem else ""
-        print(f"{info.id}  {stamp}  {info.title}{damaged}")
+        print(safe_text(f"{info.id}  {stamp}  {info.title}{damaged}"))
     return 0
 
 
@@ -51,7 +56,7 @@ def archive_command(args: argparse.Namespace, config: Config, home: Path) -> int
         result = cli_read(home, config.user_id, thread_id, args.source_id, args.offset)
         render = render_read
     if args.json:
-        print(json.dumps(result, ensure_ascii=False))
+        print(safe_json(result))
     else:
-        print(render(result))
+        print(safe_text(render(result)))
     return 1 if result.get("status") == "error" else 0

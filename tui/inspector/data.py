@@ -19,6 +19,7 @@ from typing import Any
 from engine.continuity import ArchiveError, BatchInfo, Snapshot
 from engine.continuity.status import COMPACT_END, scan_history
 from engine.continuity.tools import notebook_report
+from engine.safe_text import safe_text
 from tui.inspector.status_words import BatchState
 
 PREVIEW_CHARS = 120
@@ -111,11 +112,11 @@ def batch_sources(snapshot: Snapshot, batch: int) -> list[SourceRow]:
     for summary in store.sources(batch):
         stored = store.read(summary.source_id, [batch])
         text = stored.text if stored is not None else ""
-        flat = " ".join(text[: PREVIEW_CHARS * 4].split())
+        flat = " ".join(safe_text(text[: PREVIEW_CHARS * 4]).split())
         rows.append(
             SourceRow(
                 summary.source_id,
-                summary.role,
+                safe_text(summary.role),
                 summary.seq,
                 summary.chars,
                 summary.truncated,

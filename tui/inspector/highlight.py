@@ -3,7 +3,7 @@
 Search results and the Reader both mark the query, so the user sees at once
 why a source matched and where in it the words are. Matching mirrors the
 index (`engine.continuity.fts`): whole words case-insensitively, Chinese by
-character pairs; text is always data, never markup.
+character pairs; text is always data, never markup and never a terminal control.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import re
 from textual.content import Content
 
 from engine.continuity import fts
+from engine.safe_text import safe_text
 
 MATCH_STYLE = "bold reverse $accent"
 
@@ -41,8 +42,8 @@ def terms_pattern(query: str) -> re.Pattern[str] | None:
 
 
 def highlighted(text: str, pattern: re.Pattern[str] | None) -> Content:
-    """The text as data (never markup) with every match of the query's terms marked."""
-    content = Content(text)
+    """The text as data (never markup, never an escape) with every match of the query marked."""
+    content = Content(safe_text(text))
     if pattern is None:
         return content
     return content.highlight_regex(pattern, style=MATCH_STYLE)

@@ -19,6 +19,7 @@ from textual.content import Content
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from engine.safe_text import safe_text
 from tui.inspector import data
 from tui.inspector.messages import OpenSource
 from tui.inspector.status_words import citation_label, citation_meaning, history_line
@@ -107,13 +108,15 @@ class NotesTab(InspectorTab):
             options.append(
                 Option(
                     Content.assemble(
-                        (str(note.get("key", "")), "bold $accent"), "\n", str(note["content"])
+                        (safe_text(str(note.get("key", ""))), "bold $accent"),
+                        "\n",
+                        safe_text(str(note["content"])),
                     )
                 )
             )
             targets.append(None)
             for citation in note.get("citations") or []:
-                source, state = str(citation["id"]), str(citation["status"])
+                source, state = safe_text(str(citation["id"])), str(citation["status"])
                 options.append(
                     Option(
                         Content.assemble(
@@ -146,6 +149,8 @@ class NotesTab(InspectorTab):
             return
         source, state = target
         if state != "available":
-            self.notify(f"Cannot open {source}: {citation_meaning(state)}", severity="warning")
+            self.notify(
+                f"Cannot open {source}: {citation_meaning(state)}", severity="warning", markup=False
+            )
             return
         self.post_message(OpenSource(source))

@@ -21,6 +21,7 @@ from textual.content import Content
 from textual.widgets import Button, Static
 
 from engine.continuity.search import PAGE_CHARS
+from engine.safe_text import safe_text
 from tui.inspector import data
 from tui.inspector.highlight import highlighted, terms_pattern
 from tui.inspector.status_words import TRUNCATED, history_line
@@ -115,7 +116,8 @@ class ReaderTab(InspectorTab):
             self.page = None
             self.remove_class("-truncated")
             lines = Content.assemble(
-                ("Cannot read this source: ", "bold $text-error"), str(page.get("message", ""))
+                ("Cannot read this source: ", "bold $text-error"),
+                safe_text(str(page.get("message", ""))),
             )
             history = page.get("history")
             if isinstance(history, dict) and "status" in history:
@@ -146,13 +148,13 @@ class ReaderTab(InspectorTab):
             where = "still in the conversation"
         span = f"characters {offset + 1:,}–{end:,} of {chars:,}" if chars else "empty"
         return Content.assemble(
-            (str(page.get("role", "?")), "bold $accent"),
+            (safe_text(str(page.get("role", "?"))), "bold $accent"),
             (f" · {where} · seq {page.get('seq')}", "$text-muted"),
             "\n",
             (f"Page {number} of {pages}", "bold"),
             (f" · {span}", "$text-muted"),
             "\n",
-            (str(page.get("id", "")), "$text-muted"),
+            (safe_text(str(page.get("id", ""))), "$text-muted"),
         )
 
     # -- paging -------------------------------------------------------------------
@@ -189,7 +191,8 @@ class ReaderTab(InspectorTab):
 
     def action_copy_page(self) -> None:
         if self.page:
-            text = str(self.page.get("text", ""))
+            # What is shown: escapes in a clipboard would reach the terminal on paste.
+            text = safe_text(str(self.page.get("text", "")))
             self.app.copy_to_clipboard(text)
             self.notify(f"Copied this page ({len(text):,} characters).")
 

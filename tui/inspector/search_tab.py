@@ -20,6 +20,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from engine.continuity.search import PAGE_CHARS
+from engine.safe_text import safe_text
 from tui.inspector import data
 from tui.inspector.highlight import highlighted, terms_pattern
 from tui.inspector.messages import OpenSource
@@ -118,7 +119,7 @@ class SearchTab(InspectorTab):
             return
         self.query_text = query
         self.query_one("#search-status", Static).update(
-            Content.styled(f"Searching for “{query}”…", "$text-muted")
+            Content.styled(safe_text(f"Searching for “{query}”…"), "$text-muted")
         )
         self.run_search(query)
 
@@ -144,8 +145,11 @@ class SearchTab(InspectorTab):
         listing.clear_options()
         history = Content.assemble(("\nHistory: ", "$text-muted"), history_label(result["status"]))
         if not items:
-            why = result.get("message") or "no source holds these words; try another keyword"
-            status.update(Content.assemble((f"No match for “{query}”: {why}.", "bold"), history))
+            why = safe_text(str(result.get("message") or "")) or (
+                "no source holds these words; try another keyword"
+            )
+            line = safe_text(f"No match for “{query}”: {why}.")
+            status.update(Content.assemble((line, "bold"), history))
             return
         partial = all(item.get("matched") == "some" for item in items)
         count = f"{len(items)} match" + ("" if len(items) == 1 else "es")
@@ -170,8 +174,8 @@ class SearchTab(InspectorTab):
         else:
             where = "in the conversation"
         head = Content.assemble(
-            (str(item.get("role", "?")), "bold $accent"),
-            (f" · {where} · seq {item.get('seq')}", "$text-muted"),
+            (safe_text(str(item.get("role", "?"))), "bold $accent"),
+            (safe_text(f" · {where} · seq {item.get('seq')}"), "$text-muted"),
         )
         if item.get("truncated"):
             head = Content.assemble(head, (" · truncated", "$text-warning"))
@@ -180,7 +184,8 @@ class SearchTab(InspectorTab):
                 head, (" · a copy made by the model's history tools", "$text-muted")
             )
         excerpt = highlighted(around_match(str(item.get("excerpt", "")), pattern), pattern)
-        return Content.assemble(head, "\n", excerpt, "\n", (str(item.get("id")), "$text-muted"))
+        source = safe_text(str(item.get("id")))
+        return Content.assemble(head, "\n", excerpt, "\n", (source, "$text-muted"))
 
     @on(OptionList.OptionSelected, "#search-results")
     def _open(self, event: OptionList.OptionSelected) -> None:

@@ -17,6 +17,7 @@ from textual.containers import Vertical
 from textual.content import Content
 
 from engine.continuity import ContinuityContext, Snapshot
+from engine.safe_text import safe_text
 
 T = TypeVar("T")
 
@@ -89,5 +90,5 @@ class InspectorTab(Vertical):
         """An unexpected read error as a plain sentence, never a traceback."""
         return Content.assemble(
             (f"Could not {what}: ", "bold $text-error"),
-            (str(exc) or type(exc).__name__, "$text-error"),
+            (safe_text(str(exc)) or type(exc).__name__, "$text-error"),
         )

@@ -2,7 +2,9 @@
 
 MarkdownStream merges fragments that arrive faster than they can be
 rendered, so a fast model never builds a backlog and the document is never
-re-rendered per token. Imported on the first reply, not at launch.
+re-rendered per token. Imported on the first reply, not at launch. The text
+shown (and copied) is the reply made terminal-safe; an escape sequence split
+across deltas is held back until it is whole, then dropped.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import asyncio
 
 from textual.widgets import Markdown
 from textual.widgets._markdown import MarkdownStream
+
+from engine.safe_text import SafeStream, safe_text
 
 
 class AssistantMessage(Markdown):
@@ -25,9 +29,11 @@ class AssistantMessage(Markdown):
     """
 
     def __init__(self, text: str = "", *, seq: int | None = None) -> None:
+        text = safe_text(text)
         super().__init__(text)
         self.seq = seq
         self.text = text
+        self._safe = SafeStream()
         self._stream: MarkdownStream | None = None
         self._pending: list[str] = []
         self._wake = asyncio.Event()
@@ -35,6 +41,9 @@ class AssistantMessage(Markdown):
 
     def write(self, fragment: str) -> None:
         """Called per delta from the engine; returns at once, never awaits rendering."""
+        fragment = self._safe.feed(fragment)
+        if not fragment:
+            return
         self.text += fragment
         self._pending.append(fragment)
         self._wake.set()
@@ -62,6 +71,7 @@ class AssistantMessage(Markdown):
         self, text: str, *, cancelled: bool = False, interrupted: bool = False
     ) -> None:
         """The final text from the log wins over whatever the stream showed."""
+        text = safe_text(text)
         if self._pump is not None:
             self._pump.cancel()
             await asyncio.gather(self._pump, return_exceptions=True)

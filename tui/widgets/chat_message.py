@@ -1,13 +1,16 @@
 """One widget per message in the transcript (the streamed reply has its own module).
 
 Nothing here imports a Markdown parser at module level: a new thread opens
-without paying for one until the first reply arrives.
+without paying for one until the first reply arrives. Every text is shown
+through `safe_text`: Rich and Textual pass ESC and C1 controls to the terminal.
 """
 
 from __future__ import annotations
 
 from textual.content import Content
 from textual.widgets import Static
+
+from engine.safe_text import safe_text
 
 
 class UserMessage(Static):
@@ -23,6 +26,7 @@ class UserMessage(Static):
     """
 
     def __init__(self, text: str, *, seq: int, label: str = "") -> None:
+        text = safe_text(text)
         body = Content(text)
         if label:
             body = Content.assemble((label + " ", "$text-muted italic"), body)
@@ -51,6 +55,7 @@ class PastReply(Static):
     def __init__(self, text: str, *, seq: int | None = None) -> None:
         from rich.markdown import Markdown as RichMarkdown
 
+        text = safe_text(text)
         super().__init__(RichMarkdown(text))
         self.text = text
         self.seq = seq
@@ -71,6 +76,7 @@ class Notice(Static):
     """
 
     def __init__(self, text: str, *, variant: str = "") -> None:
+        text = safe_text(text)
         super().__init__(Content(text))
         self.text = text
         if variant:

@@ -6,6 +6,7 @@ from textual.content import Content
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from engine.safe_text import safe_text
 from tui.messages import OpenBatch
 
 
@@ -31,7 +32,7 @@ class CheckpointBlock(Widget, can_focus=True):
         super().__init__()
         self.seq = seq
         self.count = count
-        self.summary = summary
+        self.summary = safe_text(summary)  # the summary model's words, shown as data
 
     def render(self) -> Content:
         if self.batch is not None:

@@ -2,7 +2,9 @@
 
 Enter sends and Alt+Enter steers; Shift+Enter or Ctrl+J start a new line.
 Up and Down walk the history only from the first and last line, so editing
-a long prompt never jumps away from what is being typed.
+a long prompt never jumps away from what is being typed. Text loaded into it
+(a failed prompt back from the log, a queued prompt to edit, history) and
+pasted text are made terminal-safe: the prompt draws what it holds, raw.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from textual import events
 from textual.widgets import TextArea
 
+from engine.safe_text import safe_text
 from tui.messages import PromptSubmitted
 from tui.widgets.slash_menu import SlashMenu
 
@@ -64,9 +67,13 @@ class PromptInput(TextArea):
         return self.cursor_location[0] == self.document.line_count - 1
 
     def set_value(self, text: str) -> None:
-        self.load_text(text)
+        self.load_text(safe_text(text))
         last = self.document.line_count - 1
         self.move_cursor((last, len(self.document[last])))
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        event.prevent_default()  # TextArea's own handler would insert the raw text as well
+        await super()._on_paste(events.Paste(safe_text(event.text)))
 
     def _submit(self, *, steer: bool) -> None:
         text = self.text

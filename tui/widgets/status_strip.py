@@ -16,6 +16,7 @@ from textual.widget import Widget
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from engine.safe_text import safe_text
 from tui.messages import QueueItemEdit, QueueItemRemove
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -115,7 +116,7 @@ class StatusStrip(Vertical):
         highlighted = queue.highlighted
         queue.clear_options()
         for number, (item_id, text, placement) in enumerate(items, 1):
-            flat = " ".join(text.split())
+            flat = " ".join(safe_text(text).split())
             tag = "steer" if placement == "next-step" else "queued"
             label = Content.assemble(
                 (f"{number}. ", "$text-muted"),

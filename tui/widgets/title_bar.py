@@ -6,6 +6,8 @@ from textual.content import Content
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from engine.safe_text import safe_text
+
 
 class TitleBar(Widget):
     DEFAULT_CSS = """
@@ -28,7 +30,7 @@ class TitleBar(Widget):
             self.thread,
             "  ",
             ("model ", "$text-muted"),
-            self.model,
+            safe_text(self.model),  # a local model's label comes from a file name
         )
         percent = f"context {self.context_used:.0%}"
         style = "bold $error" if self.context_used >= 0.8 else "$text-muted"

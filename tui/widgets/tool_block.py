@@ -1,10 +1,15 @@
-"""A tool call and its result: one line until expanded."""
+"""A tool call and its result: one line until expanded.
+
+Name, arguments and result come from the model and the tools: shown made safe.
+"""
 
 from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.content import Content
 from textual.widgets import Collapsible, Static
+
+from engine.safe_text import safe_text
 
 
 def _one_line(text: str, limit: int = 70) -> str:
@@ -25,6 +30,7 @@ class ToolBlock(Collapsible):
     """
 
     def __init__(self, call_id: str, name: str, arguments: str) -> None:
+        name, arguments = safe_text(name), safe_text(arguments)
         super().__init__(title=f"⚙ {name}({_one_line(arguments)})", collapsed=True)
         self.call_id = call_id
         self.tool_name = name
@@ -40,6 +46,7 @@ class ToolBlock(Collapsible):
         )
 
     def set_result(self, content: str) -> None:
+        content = safe_text(content)
         self.result = content
         self.title = (
             f"⚙ {self.tool_name}({_one_line(self.arguments, 40)}) → {_one_line(content, 40)}"
