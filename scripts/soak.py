@@ -4,10 +4,12 @@
     python3 scripts/soak.py [--kills N] [--seed S] [--home DIR] [--verbose]
 
 One thread, N rounds. Each round starts `python -m tui.cli --plain --thread T`
-(stdin a pipe that stays open, so it never exits by itself) against a scripted
-OpenAI-compatible model served from this process, feeds it prompts that each
-plant a unique fact (`remember code FACT-0007-2-1f3a9c0b …`), often a
-`/compact`, and SIGKILLs it at a random moment: either after a random delay
+against a scripted OpenAI-compatible model served from this process, types
+prompts that each plant a unique fact (`remember code FACT-0007-2-1f3a9c0b …`),
+often a `/compact`, and SIGKILLs it at a random moment. Half the rounds type
+into a pipe that stays open (the REPL takes one line after another); the other
+half type at a terminal (a pty), with pauses, so prompts queue while a reply
+streams and while a `/compact` runs. The kill comes either after a random delay
 (from the spawn, covering start-up and resume, or from the first event it
 logs), or the instant its log shows a chosen event (compact/start: mid-summary;
 compact/summary; the checkpoint: the window between the checkpoint and the
@@ -45,7 +47,8 @@ several rounds counts once):
   `max_records_per_batch` far above what a run makes), so an expired batch
   here would be a lost fact too.
 - unreported: facts not findable while the status (read-only, or after
-  reopening) claims nothing is missing (`available` or `uninitialized`).
+  reopening) is neither `unavailable` nor `partially_expired`, i.e. claims
+  nothing is missing.
 - wedged: rounds where the reopened thread could not take its lock, a new
   prompt did not finish (or did not end `ok`, or left input queued), or
   `/compact` did not succeed, each within 20 s.
@@ -58,7 +61,10 @@ sample of older ones; after the last kill every fact is checked once more.
 Progress and a details line (kills that landed mid-compaction, in the capture
 window, facts recovered by re-capture, child crashes, tracebacks) go to
 stderr; the one result line goes to stdout. Exit status 0 when every count
-but kills is 0, else 1.
+but kills is 0 and no child exited by itself, printed a traceback, or had
+input delivered twice or out of order (those are in the details line); else 1.
+A run that found something keeps its home (the thread, any damaged copy, the
+child's traceback) and says where.
 """
 
 from __future__ import annotations
