@@ -227,6 +227,15 @@ class _ClientGone(Exception):
     """The client closed the connection while a reply was held."""
 
 
+class _Server(ThreadingHTTPServer):
+    """Quiet about clients that vanish between requests (a killed app's keep-alive
+    connection): that is the client's business, not a server error worth a traceback."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class ScriptedServer:
     """A real HTTP server on 127.0.0.1 that answers from a FIFO script.
 
@@ -262,7 +271,7 @@ class ScriptedServer:
     def start(self) -> ScriptedServer:
         """Bind a free port and serve in a daemon thread, so tests never collide."""
         handler = type("_BoundHandler", (_Handler,), {"scripted": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", self._port), handler)
+        self._httpd = _Server(("127.0.0.1", self._port), handler)
         self._httpd.daemon_threads = True
         port = self._httpd.server_address[1]
         self.base_url = f"http://127.0.0.1:{port}/v1"

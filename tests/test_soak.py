@@ -1,0 +1,74 @@
+"""scripts/soak.py: a short run reads all zeros, and its checks do see a loss."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sqlite3
+import subprocess
+import sys
+
+from engine.continuity.store import archive_path
+from engine.runtime import Runtime
+from tests.cli_support import REPO, _clean_env
+
+sys.path.insert(0, str(REPO / "scripts"))
+import soak  # noqa: E402
+
+LINE = re.compile(
+    r"kills=(\d+) lost_input=(\d+) lost_facts=(\d+) unreported=(\d+) wedged=(\d+) unloadable=(\d+)"
+)
+
+
+def test_a_short_soak_prints_one_line_of_zeros():
+    run = subprocess.run(
+        [sys.executable, "scripts/soak.py", "--kills", "4", "--seed", "20261130"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=_clean_env(),
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.count("\n") == 1, run.stdout
+    found = LINE.fullmatch(run.stdout.strip())
+    assert found is not None, run.stdout
+    kills, *rest = (int(n) for n in found.groups())
+    assert kills == 4
+    assert rest == [0, 0, 0, 0, 0], run.stderr
+
+
+async def test_the_checks_count_a_fact_gone_from_the_archive(tmp_path):
+    """Tamper with the archive behind the log's back: the fact is lost and, with the
+    status still `available`, unreported. Then an accepted prompt nobody holds is lost."""
+    sk = soak.Soak(argparse.Namespace(kills=1, seed=1, home=tmp_path, verbose=False))
+    sk.server.start()
+    try:
+        soak.write_config(sk.config_path, sk.server.base_url)
+        sk.config = soak.load_config(sk.config_path, home=sk.home)
+        sk.new_thread()
+        sk.model.paced = False
+        fact = "FACT-0001-0-0123abcd"
+        sk.planted[fact] = 1
+        rt = Runtime.open(sk.config, sk.home, thread_id=sk.thread_id)
+        for text in (f"remember code {fact} please", "and another message", "a third one"):
+            rt.driver.send(text)
+            await rt.driver.when_idle()
+        assert (await rt.commands.run("/compact")).ok
+        view = rt.continuity.snapshot().view()
+        assert view.status == "available"
+        assert soak.findable(view, fact)
+        with sqlite3.connect(archive_path(sk.thread_dir)) as db:
+            db.execute("UPDATE sources SET text = 'overwritten'")
+        view = rt.continuity.snapshot().view()
+        assert sk.check_facts(view, [fact], after_recovery=True) == [fact]
+        assert sk.counts.lost_facts == {fact}
+        assert sk.counts.unreported == {fact}
+
+        queued = rt.thread.log.append("inbox/queued", text="typed", waking=False)
+        sk.check_input(rt.thread.log.events, inbox=set())
+        assert sk.counts.lost_input == {queued["seq"]}
+        assert not sk.counts.clean
+        await rt.aclose()
+    finally:
+        sk.server.stop()
