@@ -537,3 +537,92 @@ async def test_a_new_command_appears_in_help(tmp_path, server):
 
     assert "/zeta" in (await rt.commands.run("/help")).text
     await rt.aclose()
+
+
+async def test_any_exception_from_the_summarizer_still_closes_the_bracket(tmp_path, server):
+    rt = open_runtime(tmp_path, server)
+    await chat(rt, "one", "two")
+
+    async def broken(messages: Any, **kw: Any) -> Any:
+        raise KeyError("not a model error")
+
+    complete, rt.compaction.model.complete = rt.compaction.model.complete, broken
+    result = await rt.commands.run("/compact")
+    assert not result.ok and "KeyError" in result.text
+    assert result.text.endswith("The conversation is unchanged; only the log records the attempt.")
+    assert rt.thread.log.tail.open_compact is None
+    assert of_kind(rt.thread.log.events, k.COMPACT_END)[-1]["error"] == "summary"
+    rt.compaction.model.complete = complete
+    server.script(s.text("a summary"))
+    assert (await rt.commands.run("/compact")).ok  # not busy until restart
+    await rt.aclose()
+
+
+async def test_esc_during_the_archive_write_keeps_the_committed_compaction(tmp_path, server):
+    """The checkpoint is committed: the originals are archived and the bracket says
+    success (with the cancel noted), and the command reports what really happened."""
+    rt = open_runtime(tmp_path, server)
+    await chat(rt, "one", "two")
+    store = rt.continuity.store
+    capture, entered, go_on = store.capture, asyncio.Event(), asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def slow_capture(key: int, records: Any) -> Any:
+        loop.call_soon_threadsafe(entered.set)
+        asyncio.run_coroutine_threadsafe(go_on.wait(), loop).result(10)
+        return capture(key, records)
+
+    store.capture = slow_capture
+    server.script(s.text("summary"))
+    command = asyncio.ensure_future(rt.commands.run("/compact"))
+    await asyncio.wait_for(entered.wait(), 10)
+    command.cancel("Esc")
+    go_on.set()
+    result = await command
+    assert result.ok and result.text.startswith("Compacted")
+    assert "too late to stop it" in result.text
+    end = of_kind(rt.thread.log.events, k.COMPACT_END)[-1]
+    assert "error" not in end and end["cancelled"] == "Esc" and end["archive"]["batch"] >= 1
+    assert rt.continuity.snapshot().view().status == "available"
+    await rt.aclose()
+
+
+async def test_shutdown_during_compact_unwinds_before_the_log_closes(tmp_path, server):
+    rt = open_runtime(tmp_path, server)
+    await chat(rt, "one", "two")
+    server.script(s.text("never finished", hold="before"))
+    command = asyncio.ensure_future(rt.commands.run("/compact"))
+    await server.wait_requests(3)
+    queued = rt.driver.send("queued when the user quit")
+    await rt.aclose()
+    assert command.done()
+    server.release()
+    events = read_events(rt.thread.log.path).events
+    assert kinds(events, k.COMPACT_START, k.COMPACT_END, k.COMMAND_DONE)[-3:] == [
+        k.COMPACT_START,
+        k.COMPACT_END,
+        k.COMMAND_DONE,
+    ]
+    assert of_kind(events, k.COMPACT_END)[-1]["cancelled"] == "session closing"
+    # The prompt queued behind /compact did not start during shutdown; it waits.
+    assert queued not in [i for e in of_kind(events, k.TURN_START) for i in e["items"]]
+
+
+async def test_a_listener_that_raises_never_reaches_the_turn_or_the_compaction(tmp_path, server):
+    rt = open_runtime(tmp_path, server)
+    seen: list[str] = []
+
+    def broken(event: dict[str, Any]) -> None:
+        seen.append(event["kind"])
+        raise LookupError("NoMatches: 'TitleBar'")
+
+    rt.thread.log.subscribe(broken)
+    rt.thread.log.on_listener_error = lambda listener, event, exc: seen.append("reported")
+    await chat(rt, "one", "two")
+    server.script(s.text("summary"))
+    assert (await rt.commands.run("/compact")).ok
+    events = rt.thread.log.events
+    assert [e["status"] for e in of_kind(events, k.TURN_END)] == ["ok", "ok"]
+    assert rt.thread.log.tail.open_compact is None
+    assert seen.count("reported") == len(events) and k.TURN_END in seen
+    await rt.aclose()
