@@ -94,19 +94,21 @@ class CommandRegistry:
         except CommandError as exc:
             return CommandResult(text.strip().split()[0][1:], False, str(exc))
         try:
-            run = self.log.append(k.COMMAND_RUN, name=command.name, args=args)
-        except LogWriteError as exc:
-            return CommandResult(command.name, False, f"/{command.name} did not run: {exc}")
+            run: int | None = self.log.append(k.COMMAND_RUN, name=command.name, args=args)["seq"]
+        except LogWriteError:
+            # A full disk or a read-only view: the command still runs (/quit, /new
+            # and /help must work then), unlogged; /compact meets the disk itself.
+            run = None
         task = asyncio.current_task()
         if task is not None:
             self._running.add(task)
         try:
-            return await self._run_logged(command, args, run["seq"])
+            return await self._run_logged(command, args, run)
         finally:
             if task is not None:
                 self._running.discard(task)
 
-    async def _run_logged(self, command: Command, args: str, run: int) -> CommandResult:
+    async def _run_logged(self, command: Command, args: str, run: int | None) -> CommandResult:
         try:
             result = await command.handler(args)
         except CommandError as exc:
@@ -122,8 +124,10 @@ class CommandRegistry:
         self._done(command, run, result=result)
         return CommandResult(command.name, True, result)
 
-    def _done(self, command: Command, run: int, **fields: Any) -> None:
+    def _done(self, command: Command, run: int | None, **fields: Any) -> None:
         """The lifecycle's end; the result stands even when the disk cannot record it."""
+        if run is None:
+            return
         with contextlib.suppress(LogWriteError):
             self.log.append(k.COMMAND_DONE, name=command.name, run=run, **fields)
 

@@ -344,6 +344,11 @@ async def test_a_thread_open_in_another_process_opens_read_only(app_factory, tmp
             assert app.query_one(PromptInput).text == "my words"
             errors = [n.text for n in app.query(Notice) if n.has_class("-error")]
             assert errors and errors[-1].startswith("Not sent: read-only view")
+            compact = await app.runtime.commands.run("/compact")
+            assert not compact.ok and "could not start" in compact.text
+            await app.runtime.commands.run("/new")  # commands still work: the way out
+            await settle(pilot)
+            assert app.runtime.thread.id != "t-held" and not app.runtime.thread.read_only
         before = holder.log.path.read_bytes()
         holder.log.append(k.USER_MESSAGE, text="the holder goes on")
         assert holder.log.path.read_bytes().startswith(before)
