@@ -159,6 +159,9 @@ SHAPES: dict[str, Check] = {
     "compact/end": _shape(
         "compact/end", _field("start", INT), _field("turn", OPT_INT), _field("error", OPT_STR)
     ),
+    "compact/archived": _shape(
+        "compact/archived", _required("start", INT), _field("recovered", BOOL)
+    ),
     "command/run": _shape("command/run", _field("name", STR), _field("args", STR)),
     "command/done": _shape(
         "command/done", _field("name", STR), _field("run", INT), _field("error", OPT_STR)

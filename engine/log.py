@@ -40,6 +40,7 @@ COMMAND_RUN = "command/run"
 COMMAND_DONE = "command/done"
 END_SEED = "session/end-seed"
 SESSION_FORK = "session/fork"
+COMPACT_ARCHIVED = "compact/archived"  # originals archived after the bracket closed
 INBOX_QUEUED = "inbox/queued"
 INBOX_REMOVED = "inbox/removed"
 INBOX_EDITED = "inbox/edited"

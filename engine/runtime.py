@@ -94,7 +94,12 @@ def _attach_continuity(
     inspector still work; only the three tools are not offered.
     """
     scope = scope_binding(thread.user_id, thread.id)  # written into the file at creation
-    store = ArchiveStore(archive_path(thread.dir), config.task_continuity, scope=scope)
+    store = ArchiveStore(
+        archive_path(thread.dir),
+        config.task_continuity,
+        scope=scope,
+        readonly=thread.read_only is not None,  # a view of a thread another process writes
+    )
     context = ContinuityContext.for_log(
         thread.log, driver.surface, store, user_id=thread.user_id, thread_id=thread.id
     )

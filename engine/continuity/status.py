@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from engine.continuity.store import CaptureResult
+from engine.log import COMPACT_ARCHIVED
 
 HistoryStatus = Literal[
     "uninitialized", "available", "partially_expired", "unavailable", "scope_unavailable"
@@ -45,7 +46,6 @@ STATUSES: tuple[HistoryStatus, ...] = (
 )
 
 COMPACT_END = "compact/end"
-COMPACT_ARCHIVED = "compact/archived"
 USER_MESSAGE = "user/message"
 SESSION_FORK = "session/fork"
 _SCOPE = re.compile(r"^[0-9a-f]{32}$")

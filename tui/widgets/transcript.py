@@ -163,6 +163,17 @@ class Transcript(VerticalScroll):
                 else:
                     block.archive_note = "not archived (history unavailable)"
             return []
+        if kind == k.COMPACT_ARCHIVED:  # archived again after a crash or a failed capture
+            block = self._checkpoints.get(int(event.get("start", 0)))
+            archive = event.get("archive")
+            if (
+                block is not None
+                and isinstance(archive, dict)
+                and isinstance(archive.get("batch"), int)
+            ):
+                block.batch = archive["batch"]
+                block.archive_note = ""
+            return []
         return []
 
     async def _discard(self, reply: AssistantMessage) -> None:
