@@ -423,8 +423,11 @@ class Driver:
                     fields["error"] = error
                 if reason is not None:
                     fields["reason"] = reason
-                if not self._try_append(k.TURN_END, **fields) and error is not None:
-                    self._tell("on_failure", error)
+                failed = self._try_append(k.TURN_END, **fields)
+                if failed is not None:  # the log cannot say it, so say it here, once
+                    self._tell(
+                        "on_failure", error or f"the end of the turn was not recorded: {failed}"
+                    )
             elif error is not None:
                 self._tell("on_failure", error)
             self._running_turn = None
@@ -455,14 +458,15 @@ class Driver:
         for call in pending_calls:
             self._try_append(k.TOOL_RESULT, call_id=call.id, name=call.name, content=result)
 
-    def _try_append(self, kind: str, **fields: Any) -> bool:
-        """An append during clean-up: a disk failure must not stop the clean-up."""
+    def _try_append(self, kind: str, **fields: Any) -> LogWriteError | None:
+        """An append during clean-up: a disk failure must not stop the clean-up.
+
+        The failure is returned, not reported: the turn's end reports once."""
         try:
             self.log.append(kind, **fields)
         except LogWriteError as exc:
-            self._tell("on_failure", str(exc))
-            return False
-        return True
+            return exc
+        return None
 
     # -- teardown ------------------------------------------------------------
 
