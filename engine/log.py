@@ -259,7 +259,7 @@ def _scrub(value: Any) -> Any:
     """Lone surrogates (valid in JSON escapes, so a model can send them) cannot be
     encoded as UTF-8; they become U+FFFD rather than failing the append."""
     if isinstance(value, str):
-        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     if isinstance(value, dict):
         return {key: _scrub(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
@@ -344,10 +344,6 @@ class SessionLog:
     @property
     def next_seq(self) -> int:
         return len(self.events) + 1
-
-    @property
-    def writable(self) -> bool:
-        return self._fd is not None and self.read_only is None and self._broken is None
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Follow every appended event; the returned callable stops it (idempotent)."""

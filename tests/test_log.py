@@ -392,3 +392,36 @@ def test_listener_may_append_reentrantly(tmp_path: Path) -> None:
     replayed = read_events(path).events
     assert [(e["seq"], e["kind"]) for e in replayed] == seen
     assert [e.get("of") for e in replayed] == [None, 1, None, 3]
+
+
+def test_a_lone_surrogate_from_a_model_does_not_fail_the_append(tmp_path: Path) -> None:
+    """JSON escapes allow "\\ud800"; UTF-8 does not. The line is written with U+FFFD."""
+    log = SessionLog.open(tmp_path / "session.jsonl")
+    log.append(k.ASSISTANT_MESSAGE, content="half a pair: \ud800!", tool_calls=[])
+    log.append(k.USER_MESSAGE, text="next")
+    log.close()
+    events = read_events(tmp_path / "session.jsonl").events
+    assert events[0]["content"] == "half a pair: \ufffd!" and events[1]["seq"] == 2
+
+
+def test_a_write_that_fails_part_way_leaves_the_file_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    log = SessionLog.open(path)
+    log.append(k.USER_MESSAGE, text="kept")
+    before = path.read_bytes()
+    calls = {"n": 0}
+
+    def half_then_full(fd: int, data: bytes) -> int:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            return os.write(fd, data[:7])
+        raise OSError(28, "No space left on device")
+
+    log._raw_write = half_then_full  # type: ignore[method-assign]
+    with pytest.raises(LogWriteError, match="No space left on device"):
+        log.append(k.USER_MESSAGE, text="lost to a full disk")
+    assert path.read_bytes() == before and log.next_seq == 2
+    del log._raw_write  # space is back
+    log.append(k.USER_MESSAGE, text="after")
+    log.close()
+    assert [e["text"] for e in read_events(path).events] == ["kept", "after"]
