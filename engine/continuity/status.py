@@ -187,11 +187,15 @@ def scan_history(events: Iterable[Mapping[str, Any]], scope: str) -> HistoryScan
             continue
         seq = event.get("seq") if isinstance(event.get("seq"), int) else 0
         start = event.get("start") if isinstance(event.get("start"), int) else seq
-        closed.add(start)
         if event.get("error") is not None or "archive" not in event:
             if kind == COMPACT_END and event.get("archive_error"):
                 scan.failed[start] = f"capture failed: {event['archive_error']}"
+            elif event.get("error") is None:
+                closed.add(start)  # task continuity was off: nothing was promised
+            # A failed attempt whose checkpoint still got written (a "commit"
+            # error after the line) stays unarchived: its originals are in no batch.
             continue
+        closed.add(start)
         parsed = _parse(event["archive"], seq)
         if parsed is None:
             scan.failure = "malformed archive reference metadata"
