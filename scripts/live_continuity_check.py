@@ -63,6 +63,7 @@ from urllib.parse import urlsplit, urlunsplit
 from engine import log as k
 from engine.compaction.prompt import SUMMARY_INSTRUCTIONS
 from engine.config import Config, ConfigError, parse_config
+from engine.safe_text import safe_text
 from engine.continuity.cli import cli_notes
 from engine.log import Event, read_events
 from engine.model import Completion, ModelClient, ModelError
@@ -659,7 +660,7 @@ def main(argv: list[str] | None = None) -> int:
         config = build_config(endpoint, str(args.endpoints))
         isolate_key(endpoint)
     except (UsageError, ConfigError) as exc:
-        print(" ".join(str(exc).splitlines()), file=sys.stderr)
+        print(safe_text(" ".join(str(exc).splitlines())), file=sys.stderr)
         return EXIT_USAGE
     with contextlib.ExitStack() as stack:
         if args.home is None:
@@ -675,9 +676,9 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_FAIL
     for name, ok in report.checks.items():
         detail = report.details.get(name)
-        print(f"{'ok  ' if ok else 'FAIL'} {name}" + (f": {detail}" if detail else ""))
+        print(safe_text(f"{'ok  ' if ok else 'FAIL'} {name}" + (f": {detail}" if detail else "")))
     if report.error is not None:
-        print(f"error: {report.error}")
+        print(safe_text(f"error: {report.error}"))
     print("PASS" if report.passed else "FAIL")
     return EXIT_PASS if report.passed else EXIT_FAIL
 
