@@ -63,11 +63,11 @@ from urllib.parse import urlsplit, urlunsplit
 from engine import log as k
 from engine.compaction.prompt import SUMMARY_INSTRUCTIONS
 from engine.config import Config, ConfigError, parse_config
-from engine.safe_text import safe_text
 from engine.continuity.cli import cli_notes
 from engine.log import Event, read_events
 from engine.model import Completion, ModelClient, ModelError
 from engine.runtime import Runtime
+from engine.safe_text import safe_text
 from engine.session import LOG_NAME
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
