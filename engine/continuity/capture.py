@@ -16,7 +16,6 @@ from engine.continuity.status import (
     COMPACT_ARCHIVED,
     archive_failure,
     archive_reference,
-    scan_history,
 )
 from engine.continuity.store import ArchiveError, ArchiveStore, capture_offloaded
 from engine.continuity.tools import ContinuityContext
@@ -49,12 +48,13 @@ def capture_hook(context: ContinuityContext) -> Capture:
 async def _retry_lost(context: ContinuityContext, store: ArchiveStore, *, skip: int) -> None:
     """The archive works again: store what an earlier failed capture left out.
 
-    Only successes are recorded (a failure is already on record); the appends
-    happen here, on the loop, because front ends follow the log.
+    Only successes are recorded (a failure is already on record); the scan
+    and the captures run off the loop, the appends here, on the loop, because
+    front ends follow the log.
     """
-    events = list(context.events())
-    if not scan_history(events, context.scope).failed or context.append is None:
+    if context.append is None:
         return
+    events = list(context.events())  # a snapshot: the log grows on the loop meanwhile
     try:
         done = await run_drained(archive_lost, store, events, context.scope, skip={skip})
     except Exception:
