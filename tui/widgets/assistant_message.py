@@ -53,30 +53,38 @@ class AssistantMessage(Markdown):
 
     async def _run(self) -> None:
         assert self._stream is not None
-        try:
-            while True:
-                await self._wake.wait()
-                self._wake.clear()
-                chunk = "".join(self._pending)
-                self._pending.clear()
-                await self._stream.write(chunk)
-        except asyncio.CancelledError:
-            rest = "".join(self._pending)
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            chunk = "".join(self._pending)
             self._pending.clear()
-            if rest:
-                await self._stream.write(rest)
-            await self._stream.stop()
+            await self._stream.write(chunk)
 
     async def finish(
         self, text: str, *, cancelled: bool = False, interrupted: bool = False
     ) -> None:
-        """The final text from the log wins over whatever the stream showed."""
+        """The final text from the log wins over whatever the stream showed.
+
+        After streaming, the whole text is rendered once more: the pump may be
+        cancelled before it ever ran (the reply ended in the same tick as its
+        last delta), and stopping a MarkdownStream mid-append can leave an
+        append that lands after the stream's last one, showing a stale tail.
+        """
         text = safe_text(text)
-        if self._pump is not None:
-            self._pump.cancel()
-            await asyncio.gather(self._pump, return_exceptions=True)
-            self._pump = None
-        if text != self.text:
+        pump, self._pump = self._pump, None
+        if pump is not None:
+            pump.cancel()
+            await asyncio.gather(pump, return_exceptions=True)
+            if self._stream is not None:
+                await self._stream.stop()
+                self._stream = None
+            self._pending.clear()
+            # An append the stop interrupted is already scheduled: let it take the
+            # document lock first, so the full render below comes after it.
+            await asyncio.sleep(0)
+            self.text = text
+            await self.update(text)
+        elif text != self.text:
             self.text = text
             await self.update(text)
         if cancelled:
