@@ -30,7 +30,7 @@ from engine.continuity.status import (
     scope_binding,
 )
 from engine.continuity.store import ArchiveError, ArchiveStore
-from engine.log import Event, LogWriteError, SessionLog
+from engine.log import COMPACT_SUMMARY, Event, LogWriteError, SessionLog
 from engine.surface import Entry, Surface
 
 
@@ -38,7 +38,7 @@ def originals(events: Sequence[Event], start: int) -> tuple[list[Entry], int] | 
     """The entries compaction `start` replaced, and the index of its summary event."""
     for index in range(start, len(events)):
         event = events[index]
-        if event.get("kind") == "compact/summary" and event.get("start") == start:
+        if event.get("kind") == COMPACT_SUMMARY and event.get("start") == start:
             replaced = set(event.get("replaced") or ())
             surface = Surface.from_events(events[:index])
             return [entry for entry in surface.entries if entry.seq in replaced], index

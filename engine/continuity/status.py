@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from engine.continuity.store import CaptureResult
-from engine.log import COMPACT_ARCHIVED
+from engine.log import COMPACT_ARCHIVED, COMPACT_END, SESSION_FORK, USER_MESSAGE
 
 HistoryStatus = Literal[
     "uninitialized", "available", "partially_expired", "unavailable", "scope_unavailable"
@@ -45,9 +45,6 @@ STATUSES: tuple[HistoryStatus, ...] = (
     "scope_unavailable",
 )
 
-COMPACT_END = "compact/end"
-USER_MESSAGE = "user/message"
-SESSION_FORK = "session/fork"
 _SCOPE = re.compile(r"^[0-9a-f]{32}$")
 
 STATUS_DETAIL: dict[str, str] = {
