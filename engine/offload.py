@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TypeVar
+from typing import ParamSpec, TypeVar
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
-async def run_drained(fn: Callable[..., T], *args: object) -> T:
-    future = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+async def run_drained(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    future = asyncio.ensure_future(asyncio.to_thread(fn, *args, **kwargs))
     try:
         return await asyncio.shield(future)
     except asyncio.CancelledError:

@@ -9,7 +9,7 @@ from pathlib import Path
 from engine import log as k
 from engine.config import parse_config
 from engine.continuity import ArchiveStore, archive_path
-from engine.continuity.cli import cli_notes
+from engine.continuity.cli import cli_notes, cli_search
 from engine.log import read_events
 from engine.runtime import Runtime
 from engine.session import fork_thread
@@ -149,3 +149,29 @@ async def test_fork_copies_messages_and_notes_but_not_the_archive(tmp_path: Path
         "available"
     )
     await forked.aclose()
+
+
+async def test_a_failed_capture_is_archived_after_the_next_successful_one(tmp_path: Path, server):
+    """The archive works again mid-session: the earlier compaction's originals
+    are captured then, recorded as `compact/archived`, not only on the next open."""
+    rt = Runtime.open(_config(server), tmp_path, model=client_for(server))
+    try:
+        rt.driver.send(f"The first code is {CODE}.")
+        await asyncio.wait_for(rt.driver.when_idle(), 5)
+        blocker = rt.thread.dir / "task-history"
+        blocker.write_text("not a directory")  # unwritable archive
+        assert (await rt.commands.run("/compact")).ok
+        failed = of_kind(rt.thread.log.events, k.COMPACT_END)[-1]
+        assert failed["archive"]["status"] == "unavailable"
+        blocker.unlink()  # the disk is fixed
+        rt.driver.send("second prompt")
+        await asyncio.wait_for(rt.driver.when_idle(), 5)
+        assert (await rt.commands.run("/compact")).ok
+        [archived] = of_kind(rt.thread.log.events, k.COMPACT_ARCHIVED)
+        assert archived["start"] == failed["start"] and archived["recovered"] is True
+        assert isinstance(archived["archive"]["batch"], int)
+        thread_id = rt.thread.id
+    finally:
+        await rt.aclose()
+    found = cli_search(tmp_path, "local", thread_id, CODE)
+    assert found["status"] == "available" and found["results"][0]["origin"] == "archive"

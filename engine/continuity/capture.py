@@ -7,6 +7,7 @@ Storage failure never undoes a summary: the compaction still succeeds and
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -57,8 +58,9 @@ async def _retry_lost(context: ContinuityContext, store: ArchiveStore, *, skip: 
     events = list(context.events())  # a snapshot: the log grows on the loop meanwhile
     try:
         done = await run_drained(archive_lost, store, events, context.scope, skip={skip})
-    except Exception:
-        return  # the failures stay on record as they are
+    except Exception as exc:  # the failures stay on record as they are; say why once
+        logging.getLogger("trove").warning("recapturing lost originals failed: %r", exc)
+        return
     for start, archive in done:
         if "batch" in archive:
             with contextlib.suppress(OSError):
