@@ -175,8 +175,10 @@ class LocalServer:
             starting.done() and (starting.cancelled() or starting.exception() is not None)
         ):
             # A failed start is retried by the next request (the file may be fixed).
-            self._starting = asyncio.ensure_future(asyncio.to_thread(self.start_blocking))
-        return await asyncio.shield(self._starting)
+            starting = self._starting = asyncio.ensure_future(
+                asyncio.to_thread(self.start_blocking)
+            )
+        return await asyncio.shield(starting)
 
     def start_blocking(self) -> str:
         """Load the model and listen; blocking, so callers on a loop use a thread."""

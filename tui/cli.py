@@ -87,7 +87,7 @@ def _dash_query(argv: list[str]) -> list[str]:
     """
     if "--" in argv:
         return argv
-    positionals: list[int] = []
+    positionals: list[str] = []
     dashed: list[int] = []
     index = 0
     while index < len(argv):

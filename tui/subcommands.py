@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from engine.config import Config
 from engine.safe_text import safe_json, safe_text
@@ -43,6 +45,7 @@ def archive_command(args: argparse.Namespace, config: Config, home: Path) -> int
     thread_id = args.thread or latest_thread(home, config.user_id)
     if thread_id is None:
         raise ThreadNotFoundError(f"no threads for user {config.user_id!r} in {home}")
+    render: Callable[[dict[str, Any]], str]
     if args.command == "notes":
         result = cli_notes(home, config.user_id, thread_id)
         render = render_notes
