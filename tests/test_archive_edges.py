@@ -13,7 +13,7 @@ import pytest
 
 from engine import log as k
 from engine.config import TaskContinuityConfig
-from engine.continuity import ArchiveStore, CaptureError, Record, source_id
+from engine.continuity import ArchiveStore, CaptureError, Source, source_id
 from engine.continuity.cli import cli_notes, cli_read, cli_search
 from engine.continuity.search import HistoryView
 from engine.continuity.status import archive_reference, scope_binding
@@ -26,8 +26,8 @@ SCOPE = scope_binding("local", "t1")
 OTHER = scope_binding("local", "t2")
 
 
-def rec(seq: int, text: str) -> Record:
-    return Record(source_id("user", seq, text), "user", seq, text)
+def rec(seq: int, text: str) -> Source:
+    return Source(source_id("user", seq, text), "user", seq, text)
 
 
 def fill(store: ArchiveStore, scope: str = SCOPE) -> list[dict[str, Any]]:

@@ -15,7 +15,6 @@ Modules, each holding one concern:
 """
 
 from engine.continuity.extract import (
-    Record,
     SourceInput,
     extract_records,
     hidden_seqs,
@@ -32,6 +31,7 @@ from engine.continuity.notes import (
     notebook_at,
     write_note,
 )
+from engine.continuity.records import Hit, Source
 from engine.continuity.search import ActiveIndex, HistoryView
 from engine.continuity.status import (
     SESSION_FORK,
@@ -78,11 +78,12 @@ __all__ = [
     "CaptureError",
     "CaptureResult",
     "ContinuityContext",
+    "Hit",
     "HistoryView",
     "NoteError",
-    "Record",
     "Resolution",
     "Snapshot",
+    "Source",
     "SourceInput",
     "archive_failure",
     "archive_path",
