@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.continuity import ArchiveError, BatchInfo, Snapshot
+from engine.continuity.notebook import notebook_report
 from engine.continuity.status import COMPACT_END, scan_history
-from engine.continuity.tools import notebook_report
 from engine.safe_text import safe_text
 from tui.inspector.status_words import BatchState
 
