@@ -14,7 +14,8 @@ from engine.continuity.context import Snapshot
 from engine.continuity.reads import BatchInfo
 from engine.continuity.records import Source
 from engine.continuity.schema import ArchiveError
-from engine.continuity.status import COMPACT_END, HistoryStatus, scan_history
+from engine.continuity.status import HistoryStatus, scan_history
+from engine.log import COMPACT_END
 
 BatchState = Literal["reachable", "expired", "unlinked", "unreadable"]
 """reachable: stored and referenced from here; expired: referenced but no longer stored

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import sqlite3
 from functools import lru_cache
+from typing import Any
 
 from engine.continuity import fts
 from engine.continuity.records import Hit, Source
@@ -56,8 +57,8 @@ def search_batches(
     conn.execute("BEGIN")
     try:
         present = _present(conn, batch_ids)
-        originals: list[tuple] = []
-        echoes: list[tuple] = []
+        originals: list[tuple[Any, ...]] = []
+        echoes: list[tuple[Any, ...]] = []
         seen: set[int] = set()
         for every in (True, False) if len(terms) > 1 else (True,):
             if not present or (not every and (originals or not partial)):
@@ -135,12 +136,12 @@ def _rows(
     role: str | None,
     limit: int,
     have: int,
-) -> list[tuple]:
+) -> list[tuple[Any, ...]]:
     """One batch's candidates: ranked by bm25 when it has more than the places left."""
     role_clause = " AND s.role = ?" if role else ""
     if len(rowids) <= limit - have:
         marks = ",".join("?" * len(rowids))
-        params: tuple = (*rowids, role) if role else tuple(rowids)
+        params: tuple[Any, ...] = (*rowids, role) if role else tuple(rowids)
         return conn.execute(
             f"SELECT {_COLUMNS} FROM sources s WHERE s.id IN ({marks}){role_clause} "
             "ORDER BY s.id DESC",
@@ -157,7 +158,7 @@ def _rows(
 
 def _with_text(
     conn: sqlite3.Connection,
-    chosen: list[tuple],
+    chosen: list[tuple[Any, ...]],
     terms: list[fts.Term],
     damaged: dict[int, str],
 ) -> list[Hit]:
