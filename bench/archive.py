@@ -26,7 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.config import TaskContinuityConfig  # noqa: E402
-from engine.continuity.extract import Record, source_id  # noqa: E402
+from engine.continuity.extract import source_id  # noqa: E402
+from engine.continuity.records import Source  # noqa: E402
 from engine.continuity.search import HistoryView  # noqa: E402
 from engine.continuity.status import Resolution  # noqa: E402
 from engine.continuity.store import MAX_PAGE_COUNT, ArchiveStore  # noqa: E402
@@ -104,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
                     rng, words, cum, args.chars
                 )
                 sid = source_id("user" if seq % 2 else "assistant", seq, text)
-                records.append(Record(sid, "user" if seq % 2 else "assistant", seq, text))
+                records.append(Source(sid, "user" if seq % 2 else "assistant", seq, text))
                 planted.append((marker, sid))
             generating += time.perf_counter() - started
             conn = store._conn
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(config.max_records_per_batch):
                 seq += 1
                 text = record_text(rng, words, cum, 2000)
-                records.append(Record(source_id("user", seq, text), "user", seq, text))
+                records.append(Source(source_id("user", seq, text), "user", seq, text))
             started = time.perf_counter()
             store.capture(key, records)
             typical.append(time.perf_counter() - started)

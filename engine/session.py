@@ -249,7 +249,7 @@ def fork_thread(
                     k.TOOL_RESULT, call_id=message.get("tool_call_id"), content=message["content"]
                 )
         for note in notebook_at(events):
-            kind, fields = note_event(note["key"], note["content"], note.get("source_ids"))
+            kind, fields = note_event(note.key, note.content, list(note.source_ids))
             log.append(kind, **fields)
         log.flush()
     finally:

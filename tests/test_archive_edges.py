@@ -13,8 +13,10 @@ import pytest
 
 from engine import log as k
 from engine.config import TaskContinuityConfig
-from engine.continuity import ArchiveStore, CaptureError, Record, source_id
+from engine.continuity import ArchiveStore, CaptureError, Source, source_id
+from engine.continuity.batch_report import batch_sources, batches_report
 from engine.continuity.cli import cli_notes, cli_read, cli_search
+from engine.continuity.context import Snapshot
 from engine.continuity.search import HistoryView
 from engine.continuity.status import archive_reference, scope_binding
 from engine.continuity.store import SCHEMA_VERSION, archive_path
@@ -26,8 +28,8 @@ SCOPE = scope_binding("local", "t1")
 OTHER = scope_binding("local", "t2")
 
 
-def rec(seq: int, text: str) -> Record:
-    return Record(source_id("user", seq, text), "user", seq, text)
+def rec(seq: int, text: str) -> Source:
+    return Source(source_id("user", seq, text), "user", seq, text)
 
 
 def fill(store: ArchiveStore, scope: str = SCOPE) -> list[dict[str, Any]]:
@@ -242,4 +244,35 @@ def test_listing_a_batch_with_a_damaged_row_names_the_batch(tmp_path: Path) -> N
     assert [s.chars for s in store.sources(1)] == [len("common word1 item1")]
     assert 1 in store.damaged
     assert len(store.sources(2)) == 2 and 2 not in store.damaged
+    store.close()
+
+
+# -- the batch report ---------------------------------------------------------------------
+
+
+def test_batch_report_states_and_sources_in_one_query(tmp_path: Path) -> None:
+    path = tmp_path / "history.sqlite"
+    writer = ArchiveStore(path, TaskContinuityConfig(max_batches=2), scope=SCOPE)
+    events = fill(writer)  # batch 1 is evicted by the third capture
+    writer.close()
+    store = ArchiveStore(path, TaskContinuityConfig(), readonly=True, scope=SCOPE)
+    snapshot = Snapshot(events, [], SCOPE, store)
+    report = batches_report(snapshot)
+    assert report.status == "partially_expired"
+    assert [(r.batch, r.state, r.records) for r in report.rows] == [
+        (3, "reachable", 2),
+        (2, "reachable", 2),
+        (1, "expired", 2),
+    ]
+    assert report.rows[0].created.endswith("Z") and report.rows[2].truncated is None
+    statements: list[str] = []
+    assert store._conn is not None
+    store._conn.set_trace_callback(statements.append)
+    sources = batch_sources(snapshot, 3)
+    store._conn.set_trace_callback(None)
+    assert [(s.seq, s.text, s.batch) for s in sources] == [
+        (30, "common word3 item0", 3),
+        (31, "common word3 item1", 3),
+    ]
+    assert len([s for s in statements if "FROM sources" in s]) == 1
     store.close()

@@ -17,15 +17,16 @@ from engine.continuity import (
     ArchiveStore,
     ArchiveUnavailableError,
     CaptureError,
-    Record,
+    Source,
     capture_offloaded,
+    schema,
     source_id,
 )
 from engine.continuity.store import APPLICATION_ID, SCHEMA_VERSION
 
 
-def rec(seq: int, text: str, role: str = "user") -> Record:
-    return Record(source_id(role, seq, text), role, seq, text)
+def rec(seq: int, text: str, role: str = "user") -> Source:
+    return Source(source_id(role, seq, text), role, seq, text)
 
 
 def words(rng: random.Random, n_chars: int) -> str:
@@ -69,12 +70,12 @@ def test_exact_latin_code_and_cjk_phrase_are_found_and_read_back(path: Path) -> 
     assert result.records == 3 and result.omitted_records == 0 and result.truncated_count == 0
 
     [hit] = store.search("ZX-4471-QV", batch_ids=[result.batch_id])
-    assert hit.source_id == code.source_id and hit.every
+    assert hit.source.source_id == code.source_id and hit.every
     hits = store.search("蓝色钥匙在第三个抽屉", batch_ids=[result.batch_id])
-    assert hits[0].source_id == phrase.source_id and hits[0].every
-    assert all(h.source_id != other.source_id or not h.every for h in hits)
+    assert hits[0].source.source_id == phrase.source_id and hits[0].every
+    assert all(h.source.source_id != other.source_id or not h.every for h in hits)
     # a lone character is a prefix over the bigrams
-    assert phrase.source_id in {h.source_id for h in store.search("抽", batch_ids=[1])}
+    assert phrase.source_id in {h.source.source_id for h in store.search("抽", batch_ids=[1])}
 
     stored = store.read(phrase.source_id, [result.batch_id])
     assert stored is not None and stored.text == phrase.text and stored.role == "assistant"
@@ -96,10 +97,10 @@ def test_search_sees_only_the_given_batches_and_role(path: Path) -> None:
     store = ArchiveStore(path, cfg())
     first = store.capture(1, [rec(1, "alpha marker"), rec(2, "alpha reply", role="assistant")])
     second = store.capture(2, [rec(3, "alpha later")])
-    assert {h.batch_id for h in store.search("alpha", batch_ids=[first.batch_id])} == {1}
+    assert {h.source.batch for h in store.search("alpha", batch_ids=[first.batch_id])} == {1}
     both = store.search("alpha", batch_ids=[1, 2])
-    assert both[0].batch_id == second.batch_id  # all-term hits: newest batch first
-    assert [h.role for h in store.search("alpha", role="assistant", batch_ids=[1, 2])] == [
+    assert both[0].source.batch == second.batch_id  # all-term hits: newest batch first
+    assert [h.source.role for h in store.search("alpha", role="assistant", batch_ids=[1, 2])] == [
         "assistant"
     ]
     assert store.search("alpha", batch_ids=[99]) == []
@@ -111,13 +112,13 @@ def test_partial_matches_only_when_no_source_holds_every_term(path: Path) -> Non
     store.capture(1, [rec(1, "deploy script for staging"), rec(4, "staging deploy rollback")])
     store.capture(2, [rec(2, "deploy only"), rec(3, "unrelated")])
     hits = store.search("deploy staging", batch_ids=[1, 2])
-    assert [(h.seq, h.every) for h in hits] == [(1, True), (4, True)] or [
-        (h.seq, h.every) for h in hits
+    assert [(h.source.seq, h.every) for h in hits] == [(1, True), (4, True)] or [
+        (h.source.seq, h.every) for h in hits
     ] == [(4, True), (1, True)]
     partial = store.search("deploy staging rollback", batch_ids=[1, 2])
-    assert [(h.seq, h.every) for h in partial] == [(4, True)]
+    assert [(h.source.seq, h.every) for h in partial] == [(4, True)]
     some = store.search("deploy unrelated", batch_ids=[1, 2])
-    assert {h.seq for h in some} == {1, 2, 3, 4} and not any(h.every for h in some)
+    assert {h.source.seq for h in some} == {1, 2, 3, 4} and not any(h.every for h in some)
     assert store.search("deploy unrelated", batch_ids=[1, 2], partial=False) == []
     store.close()
 
@@ -194,7 +195,7 @@ def test_sqlite_full_rolls_back_and_keeps_previous_batches(path: Path) -> None:
         store.capture(2, huge)
     assert [b.batch_key for b in store.batches()] == [1]
     assert store.read(small.source_id, [1]).text == small.text
-    assert store.search("ZX-1", batch_ids=[1])[0].source_id == small.source_id
+    assert store.search("ZX-1", batch_ids=[1])[0].source.source_id == small.source_id
     # and the store still works afterwards
     assert store.capture(3, [rec(2, "after the failure")]).batch_id == 2
     store.close()
@@ -385,3 +386,30 @@ def test_bad_input_to_capture_is_refused(path: Path) -> None:
     with pytest.raises(CaptureError):
         store.capture(1, [("not", "a", "record")])  # type: ignore[list-item]
     assert not path.exists()
+
+
+def test_migrations_run_in_order_one_transaction_each(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert [m.version for m in schema.MIGRATIONS] == list(range(1, SCHEMA_VERSION + 1))
+
+    def broken(conn: sqlite3.Connection, scope: str | None) -> None:
+        conn.execute("CREATE TABLE half_done (x)")
+        raise sqlite3.OperationalError("step 2 failed")
+
+    monkeypatch.setattr(schema, "MIGRATIONS", (schema.MIGRATIONS[0], schema.Migration(2, broken)))
+    store = ArchiveStore(path, cfg(), scope="a" * 32)
+    with pytest.raises(CaptureError, match="step 2 failed"):
+        store.capture(1, [rec(1, "text")])
+    store.close()
+    conn = sqlite3.connect(path)
+    # step 1 stayed done; step 2 rolled back alone
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "batches" in tables and "half_done" not in tables and "meta" not in tables
+    conn.close()
+    monkeypatch.undo()
+    store = ArchiveStore(path, cfg(), scope="a" * 32)
+    store.capture(1, [rec(1, "text")])  # the next writer finishes the migration
+    assert [b.batch_key for b in store.batches()] == [1]
+    store.close()

@@ -16,7 +16,7 @@ import pytest
 
 from engine import log as k
 from engine.config import TaskContinuityConfig
-from engine.continuity import ArchiveStore, Record, source_id
+from engine.continuity import ArchiveStore, Source, source_id
 from engine.log import SessionLog
 from engine.private import private_dir, touch_private
 from engine.session import LOG_NAME, Thread, fork_thread, thread_dir
@@ -92,7 +92,7 @@ def test_archive_and_its_wal_and_shm_are_private(tmp_path: Path) -> None:
     path = tmp_path / "thread" / "task-history" / "history.sqlite"
     store = ArchiveStore(path, TaskContinuityConfig())
     text = "a secret fact"
-    store.capture(1, [Record(source_id("user", 1, text), "user", 1, text)])
+    store.capture(1, [Source(source_id("user", 1, text), "user", 1, text)])
     names = sorted(p.name for p in path.parent.iterdir())
     assert {"history.sqlite", "history.sqlite-wal", "history.sqlite-shm"} <= set(names)
     assert_private_tree(tmp_path / "thread")
@@ -129,7 +129,7 @@ def test_existing_too_open_modes_are_tightened_when_trove_writes_there(tmp_path:
     thread.close()
     store_path = thread.dir / "task-history" / "history.sqlite"
     store = ArchiveStore(store_path, TaskContinuityConfig())
-    store.capture(1, [Record(source_id("user", 1, "x"), "user", 1, "x")])
+    store.capture(1, [Source(source_id("user", 1, "x"), "user", 1, "x")])
     store.close()
     for directory in (home / "users", home / "users" / "local", thread.dir.parent, thread.dir):
         os.chmod(directory, 0o755)
@@ -139,7 +139,7 @@ def test_existing_too_open_modes_are_tightened_when_trove_writes_there(tmp_path:
 
     Thread.resume(home, "local", "old").close()
     store = ArchiveStore(store_path, TaskContinuityConfig())
-    store.capture(2, [Record(source_id("user", 2, "y"), "user", 2, "y")])
+    store.capture(2, [Source(source_id("user", 2, "y"), "user", 2, "y")])
     store.close()
     assert_private_tree(home / "users")
 

@@ -8,14 +8,16 @@ Modules, each holding one concern:
 - `query`: searching the per-batch FTS5 tables of the archive.
 - `status`: archive references in the log, scope binding, status resolution.
 - `search`: `HistoryView`, the active history plus reachable batches, for every reader.
-- `notes`: the notebook as log events, normalized on every write and read.
-- `tools`: `history_search`, `history_read`, `task_note`, the notebook message and
-  the authority contract.
+- `notes`: the notebook as log events (`Note`), normalized on every write and read.
+- `context`: the thread and position the tools run in (`ContinuityContext`, `Snapshot`).
+- `tools`: `history_search`, `history_read`, `task_note` and the authority contract.
+- `notebook`: the notes report with citation statuses, checked note writes, and the
+  notebook message injected into every request.
 - `cli`: the JSON behind `trove history search|read` and `trove notes`.
 """
 
+from engine.continuity.context import ContinuityContext, Snapshot
 from engine.continuity.extract import (
-    Record,
     SourceInput,
     extract_records,
     hidden_seqs,
@@ -23,15 +25,18 @@ from engine.continuity.extract import (
     source_id,
     surface_inputs,
 )
+from engine.continuity.notebook import context_builder, notebook_message, notebook_message_async
 from engine.continuity.notes import (
     NOTE_DELETE,
     NOTE_SET,
+    Note,
     NoteError,
     normalize_notebook,
     note_event,
     notebook_at,
     write_note,
 )
+from engine.continuity.records import Hit, Source
 from engine.continuity.search import ActiveIndex, HistoryView
 from engine.continuity.status import (
     SESSION_FORK,
@@ -53,15 +58,7 @@ from engine.continuity.store import (
     archive_path,
     capture_offloaded,
 )
-from engine.continuity.tools import (
-    AUTHORITY_CONTRACT,
-    ContinuityContext,
-    Snapshot,
-    build_tools,
-    context_builder,
-    notebook_message,
-    notebook_message_async,
-)
+from engine.continuity.tools import AUTHORITY_CONTRACT, build_tools
 
 __all__ = [
     "AUTHORITY_CONTRACT",
@@ -78,11 +75,13 @@ __all__ = [
     "CaptureError",
     "CaptureResult",
     "ContinuityContext",
+    "Hit",
     "HistoryView",
+    "Note",
     "NoteError",
-    "Record",
     "Resolution",
     "Snapshot",
+    "Source",
     "SourceInput",
     "archive_failure",
     "archive_path",

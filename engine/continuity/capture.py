@@ -11,6 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from engine.continuity.context import ContinuityContext
 from engine.continuity.extract import extract_records, hidden_seqs, surface_inputs
 from engine.continuity.recovery import archive_lost
 from engine.continuity.status import (
@@ -19,7 +20,6 @@ from engine.continuity.status import (
     archive_reference,
 )
 from engine.continuity.store import ArchiveError, ArchiveStore, capture_offloaded
-from engine.continuity.tools import ContinuityContext
 from engine.offload import run_drained
 from engine.surface import Entry
 

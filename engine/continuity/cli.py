@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import TaskContinuityConfig
+from engine.continuity.context import Snapshot
 from engine.continuity.extract import hidden_seqs, surface_inputs
+from engine.continuity.notebook import notebook_report
 from engine.continuity.status import scope_binding
 from engine.continuity.store import ArchiveStore, archive_path
-from engine.continuity.tools import Snapshot, notebook_report, read_result, search_result
+from engine.continuity.tools import read_result, search_result
 from engine.log import read_events
 from engine.session import LOG_NAME, ThreadNotFoundError, thread_dir
 from engine.surface import Surface

@@ -17,8 +17,9 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, NamedTuple
+
+from engine.continuity.records import Source
 
 SOURCE_ID = re.compile(r"^r[0-9a-f]{32}$")
 ROLES = ("user", "assistant", "tool")
@@ -40,32 +41,6 @@ class SourceInput(NamedTuple):
     role: str
     message: Mapping[str, Any]
     hidden: bool = False
-
-
-@dataclass(frozen=True)
-class Record:
-    """One source: the text of one message, with an id that names this exact version.
-
-    `echo` marks continuity-tool traffic (see ECHO_TOOLS); it is not part of
-    the identity.
-    """
-
-    source_id: str
-    role: str
-    seq: int
-    text: str
-    truncated: bool = False
-    echo: bool = False
-
-    def cut(self, max_chars: int) -> Record:
-        """The same source shortened to `max_chars`, marked truncated.
-
-        The id stays the id of the full text: a citation made against the
-        active message still names the archived (shortened) copy.
-        """
-        if len(self.text) <= max_chars:
-            return self
-        return Record(self.source_id, self.role, self.seq, self.text[:max_chars], True, self.echo)
 
 
 def source_id(role: str, seq: int, text: str) -> str:
@@ -142,13 +117,13 @@ def message_text(role: str, message: Mapping[str, Any]) -> str:
 
 def extract_records(
     items: Iterable[SourceInput | Sequence[Any]], *, max_record_chars: int | None = None
-) -> list[Record]:
-    """Records for the given messages, in input order; messages with no text give none.
+) -> list[Source]:
+    """Sources for the given messages, in input order; messages with no text give none.
 
     With `max_record_chars`, longer texts are cut and marked truncated (the
     archive does this at capture; active search needs the full text).
     """
-    records: list[Record] = []
+    records: list[Source] = []
     call_names: dict[Any, Any] = {}
     for item in items:
         seq, role, message, hidden = SourceInput(*item)
@@ -159,7 +134,7 @@ def extract_records(
         text = message_text(role, message)
         if not text:
             continue
-        record = Record(
+        record = Source(
             source_id(role, seq, text), role, seq, text, echo=_is_echo(role, message, call_names)
         )
         if max_record_chars is not None:

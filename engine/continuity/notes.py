@@ -17,7 +17,8 @@ only the `task_note` tool checks that cited sources are available.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from engine.continuity.extract import is_source_id
 
@@ -29,7 +30,24 @@ MAX_NOTE_SOURCES = 4
 MAX_KEY_CHARS = 40
 AUTHORITY = "model_report"
 
-Note = dict[str, Any]
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """One normalized note. Its authority is fixed: nothing a writer adds can change it."""
+
+    key: str
+    content: str
+    source_ids: tuple[str, ...] = ()
+    authority: ClassVar[str] = AUTHORITY
+
+    def as_dict(self) -> dict[str, Any]:
+        """The note as the tools, the notebook message and `trove notes --json` show it."""
+        return {
+            "key": self.key,
+            "content": self.content,
+            "source_ids": list(self.source_ids),
+            "authority": self.authority,
+        }
 
 
 class NoteError(ValueError):
@@ -96,7 +114,7 @@ def normalize_note(entry: Any) -> Note | None:
         return None
     if is_deletion(content):
         return None
-    return {"key": key, "content": content, "source_ids": sources, "authority": AUTHORITY}
+    return Note(key, content, tuple(sources))
 
 
 def _keep_last(book: dict[str, Note]) -> None:
@@ -121,7 +139,7 @@ def normalize_notebook(entries: Iterable[Any]) -> list[Note]:
     for entry in entries:
         note = normalize_note(entry)
         if note is not None:
-            book[note["key"]] = note
+            book[note.key] = note
             _keep_last(book)
     return list(book.values())
 
@@ -140,7 +158,7 @@ def notebook_at(events: Iterable[Mapping[str, Any]]) -> list[Note]:
                 continue
             note = normalize_note(event)
             if note is not None:
-                book[note["key"]] = note
+                book[note.key] = note
                 _keep_last(book)
         elif kind == NOTE_DELETE:
             key = event.get("key")

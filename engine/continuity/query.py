@@ -20,24 +20,11 @@ no statement scans the stored text.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from engine.continuity import fts
-
-
-@dataclass(frozen=True)
-class ArchiveHit:
-    """A search hit; `every` is True when the source holds every query term."""
-
-    source_id: str
-    role: str
-    seq: int
-    text: str
-    echo: bool
-    truncated: bool
-    batch_id: int
-    every: bool
+from engine.continuity.records import Hit, Source
 
 
 def fts_table(batch_id: int) -> str:
@@ -58,7 +45,7 @@ def search_batches(
     limit: int,
     partial: bool = True,
     damaged: dict[int, str] | None = None,
-) -> list[ArchiveHit]:
+) -> list[Hit]:
     """Up to `limit` hits from `batch_ids` (newest first), originals before echoes.
 
     Sources holding only some of the terms are searched for only when no
@@ -70,8 +57,8 @@ def search_batches(
     conn.execute("BEGIN")
     try:
         present = _present(conn, batch_ids)
-        originals: list[tuple] = []
-        echoes: list[tuple] = []
+        originals: list[tuple[Any, ...]] = []
+        echoes: list[tuple[Any, ...]] = []
         seen: set[int] = set()
         for every in (True, False) if len(terms) > 1 else (True,):
             if not present or (not every and (originals or not partial)):
@@ -95,7 +82,7 @@ def search_batches(
                 if len(originals) >= limit:
                     break
         chosen = originals[:limit] + echoes[: max(0, limit - len(originals))]
-        return _with_text(conn, chosen, damaged)
+        return _with_text(conn, chosen, terms, damaged)
     finally:
         conn.execute("COMMIT")
 
@@ -149,12 +136,12 @@ def _rows(
     role: str | None,
     limit: int,
     have: int,
-) -> list[tuple]:
+) -> list[tuple[Any, ...]]:
     """One batch's candidates: ranked by bm25 when it has more than the places left."""
     role_clause = " AND s.role = ?" if role else ""
     if len(rowids) <= limit - have:
         marks = ",".join("?" * len(rowids))
-        params: tuple = (*rowids, role) if role else tuple(rowids)
+        params: tuple[Any, ...] = (*rowids, role) if role else tuple(rowids)
         return conn.execute(
             f"SELECT {_COLUMNS} FROM sources s WHERE s.id IN ({marks}){role_clause} "
             "ORDER BY s.id DESC",
@@ -170,8 +157,11 @@ def _rows(
 
 
 def _with_text(
-    conn: sqlite3.Connection, chosen: list[tuple], damaged: dict[int, str]
-) -> list[ArchiveHit]:
+    conn: sqlite3.Connection,
+    chosen: list[tuple[Any, ...]],
+    terms: list[fts.Term],
+    damaged: dict[int, str],
+) -> list[Hit]:
     if not chosen:
         return []
     marks = ",".join("?" * len(chosen))
@@ -184,5 +174,14 @@ def _with_text(
         if not (type(text) is str and type(sid) is str and type(role) is str and type(seq) is int):
             damaged.setdefault(batch, f"a stored source is malformed (row {row_id})")
             continue
-        hits.append(ArchiveHit(sid, role, seq, text, bool(echo), bool(trunc), batch, every))
+        source = Source(sid, role, seq, text, bool(trunc), bool(echo), batch)
+        hits.append(Hit(source, _matched(text, terms, every), every))
     return hits
+
+
+def _matched(text: str, terms: list[fts.Term], every: bool) -> int:
+    """Terms a hit holds: all of them in the first tier, else a count by substring."""
+    if every:
+        return len(terms)
+    folded = text.casefold()
+    return sum(1 for term in terms if term.text in folded)

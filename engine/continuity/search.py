@@ -12,17 +12,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from engine.continuity import fts
-from engine.continuity.extract import (
-    ROLES,
-    Record,
-    SourceInput,
-    extract_records,
-    is_source_id,
-)
+from engine.continuity.extract import ROLES, SourceInput, extract_records, is_source_id
+from engine.continuity.records import Hit, Source
 from engine.continuity.status import (
     STATUS_DETAIL,
     HistoryStatus,
@@ -31,7 +25,7 @@ from engine.continuity.status import (
     resolve_scan,
     scan_history,
 )
-from engine.continuity.store import ArchiveError, ArchiveHit, ArchiveScopeError, ArchiveStore
+from engine.continuity.store import ArchiveError, ArchiveScopeError, ArchiveStore
 
 SEARCH_LIMIT = 8
 EXCERPT_CHARS = 600
@@ -56,7 +50,7 @@ class ActiveIndex:
         self._sets: OrderedDict[str, frozenset[str]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def token_set(self, record: Record) -> frozenset[str]:
+    def token_set(self, record: Source) -> frozenset[str]:
         with self._lock:
             found = self._sets.get(record.source_id)
             if found is not None:
@@ -70,31 +64,13 @@ class ActiveIndex:
         return made
 
 
-@dataclass
-class _Hit:
-    record_id: str
-    role: str
-    seq: int
-    text: str
-    truncated: bool
-    batch: int | None
-    matched: int
-    echo: bool = False
-
-    def recency(self) -> tuple[int, int, int]:
-        # Active messages are newer than anything archived; then newest batch.
-        if self.batch is None:
-            return (1, 0, self.seq)
-        return (0, self.batch, self.seq)
-
-
 class HistoryView:
     """What one position may see, with the tool operations over it."""
 
     def __init__(
         self,
         resolution: Resolution,
-        active: list[Record],
+        active: list[Source],
         store: ArchiveStore | None,
         index: ActiveIndex | None = None,
     ) -> None:
@@ -185,7 +161,7 @@ class HistoryView:
             result["results"] = []
             result["message"] = "the query has no searchable words or CJK characters"
             return result
-        buckets: dict[tuple[bool, bool], list[_Hit]] = {
+        buckets: dict[tuple[bool, bool], list[Hit]] = {
             (echo, every): [] for echo in (False, True) for every in (True, False)
         }
         for record in reversed(self.active):
@@ -193,18 +169,9 @@ class HistoryView:
                 continue
             matched = fts.matched_terms(terms, self.index.token_set(record))
             if matched:
-                hit = _Hit(
-                    record.source_id,
-                    record.role,
-                    record.seq,
-                    record.text,
-                    False,
-                    None,
-                    matched,
-                    record.echo,
-                )
-                buckets[(record.echo, matched == len(terms))].append(hit)
-        archived: list[ArchiveHit] = []
+                every = matched == len(terms)
+                buckets[(record.echo, every)].append(Hit(record, matched, every))
+        archived: list[Hit] = []
         if self.store is not None and len(buckets[(False, True)]) < SEARCH_LIMIT:
             try:
                 archived = self.store.search(
@@ -218,112 +185,87 @@ class HistoryView:
                 self._store_error = str(exc)
             result = self._status_fields()  # the search may have found damage
         for found in archived:
-            if found.source_id in self.by_id:
+            if found.source.source_id in self.by_id:
                 continue  # the active copy is whole; prefer it
-            matched = len(terms)
-            if not found.every:
-                folded = found.text.casefold()
-                matched = sum(1 for t in terms if t.text in folded)
-            hit = _Hit(
-                found.source_id,
-                found.role,
-                found.seq,
-                found.text,
-                found.truncated,
-                found.batch_id,
-                matched,
-                found.echo,
-            )
-            buckets[(found.echo, found.every)].append(hit)
+            buckets[(found.source.echo, found.every)].append(found)
         if buckets[(False, True)]:
             # Some original holds every term: partial matches would be noise.
             buckets[(False, False)] = []
             buckets[(True, False)] = []
-        chosen: list[_Hit] = []
+        chosen: list[Hit] = []
         seen: set[str] = set()
         for echo in (False, True):
             partial = buckets[(echo, False)]
             partial.sort(key=lambda h: (h.matched, h.recency()), reverse=True)
             for hit in buckets[(echo, True)] + partial:
-                if hit.record_id not in seen and len(chosen) < SEARCH_LIMIT:
-                    seen.add(hit.record_id)
+                if hit.source.source_id not in seen and len(chosen) < SEARCH_LIMIT:
+                    seen.add(hit.source.source_id)
                     chosen.append(hit)
         result["results"] = [self._item(hit, query, terms, len(terms)) for hit in chosen]
         return result
 
-    def _item(self, hit: _Hit, query: str, terms: list[fts.Term], total: int) -> dict[str, Any]:
-        start, length = fts.match_position(hit.text, query, terms)
-        offset, text = fts.excerpt(hit.text, start, length, EXCERPT_CHARS)
+    def _item(self, hit: Hit, query: str, terms: list[fts.Term], total: int) -> dict[str, Any]:
+        source = hit.source
+        start, length = fts.match_position(source.text, query, terms)
+        offset, text = fts.excerpt(source.text, start, length, EXCERPT_CHARS)
         return {
-            "id": hit.record_id,
-            "role": hit.role,
+            "id": source.source_id,
+            "role": source.role,
             "excerpt": text,
-            "truncated": hit.truncated,
-            "origin": "archive" if hit.batch is not None else "active",
-            "batch": hit.batch,
-            "seq": hit.seq,
+            "truncated": source.truncated,
+            "origin": source.origin,
+            "batch": source.batch,
+            "seq": source.seq,
             "offset": offset,
-            "chars": len(hit.text),
+            "chars": source.chars,
             "matched": "all" if hit.matched >= total else "some",
-            "echo": hit.echo,
+            "echo": source.echo,
         }
 
     # -- read ------------------------------------------------------------------
 
-    def lookup(self, source_id: str) -> tuple[Record, int | None] | None:
+    def lookup(self, source_id: str) -> Source | None:
         """The source with this exact id: the active message first, then the archive."""
         record = self.by_id.get(source_id)
         if record is not None:
-            return record, None
+            return record
         if self.store is None:
             return None
         try:
-            stored = self.store.read(source_id, self.resolution.reachable)
+            return self.store.read(source_id, self.resolution.reachable)
         except ArchiveError as exc:
             self._store_error = str(exc)
             return None
-        if stored is None:
-            return None
-        record = Record(
-            stored.source_id,
-            stored.role,
-            stored.seq,
-            stored.text,
-            stored.truncated,
-            stored.echo,
-        )
-        return record, stored.batch_id
 
     def read(self, source_id: str, offset: int = 0) -> dict[str, Any]:
         """The `history_read` result: one 4,000-character page of the exact source."""
-        found = self.lookup(source_id)
-        if found is None:
+        source = self.lookup(source_id)
+        if source is None:
             return error(
                 "source_unavailable",
                 f"no source {source_id} is reachable from this point of the thread",
                 history=self._status_fields(),
             )
-        record, batch = found
-        if offset > len(record.text):
+        if offset > source.chars:
             return error(
                 "invalid_offset",
-                f"offset {offset} is past the end of the source ({len(record.text)} characters)",
+                f"offset {offset} is past the end of the source ({source.chars} characters)",
             )
-        page = record.text[offset : offset + PAGE_CHARS]
+        page = source.text[offset : offset + PAGE_CHARS]
         end = offset + len(page)
         out = self._status_fields()
         out.update(
             {
-                "id": record.source_id,
-                "role": record.role,
+                "id": source.source_id,
+                "role": source.role,
                 "text": page,
                 "offset": offset,
-                "next_offset": end if end < len(record.text) else None,
-                "truncated": record.truncated,
-                "chars": len(record.text),
-                "origin": "archive" if batch is not None else "active",
-                "batch": batch,
-                "seq": record.seq,
+                "next_offset": end if end < source.chars else None,
+                "truncated": source.truncated,
+                "chars": source.chars,
+                "origin": source.origin,
+                "batch": source.batch,
+                "seq": source.seq,
             }
         )
         return out

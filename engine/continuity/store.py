@@ -1,133 +1,93 @@
 """The per-thread archive: compacted sources in SQLite, searchable through FTS5.
 
-Layout (schema version 2, `PRAGMA user_version`; `MIGRATIONS` builds it
-step by step, so a new file and an old one reach the same schema):
+`ArchiveStore` owns one file and one connection; the rest lives beside it:
+schema.py (tables, version steps, errors), batch_writes.py (retention and
+the rows of a new batch), reads.py (listing and reading sources back) and
+query.py (searching the per-batch FTS5 tables).
 
-- `batches`: one row per capture (one successful compaction). Ids come from
-  AUTOINCREMENT, so an evicted batch's id is never reused and an old log
-  reference can never point at a newer batch.
-- `sources`: one row per record: its text, role, seq, and the truncated and
-  echo (continuity-tool traffic) flags.
-- `fts_<batch id>`: a contentless FTS5 table per batch over the record's
-  index text (see `fts.index_text`). Evicting a batch drops its table, which
-  frees its pages at once, so eviction makes room inside the same transaction
-  (a shared FTS table would only gain tombstones). Searching a batch is a
-  query on its own table: a position that cannot reach a batch cannot query it
-  (query.py holds the search itself).
-- `meta` (version 2): `scope`, the user/thread binding (`status.scope_binding`)
-  the file was made for. A file bound to another thread (a copied archive)
-  reads as `ArchiveScopeError`, and no capture writes into it.
+The file holds `batches` (one row per capture), `sources` (one row per
+record) and one contentless FTS5 table per batch, `fts_<batch id>`: searching
+a batch is a query on its own table, so a position that cannot reach a batch
+cannot query it. A file bound to another thread (a copied archive) reads as
+`ArchiveScopeError`, and no capture writes into it.
 
 A batch fails alone: when one batch's FTS table or rows are unreadable, that
 batch is recorded in `damaged` and every other batch is still searched and
 read; the history view reports the damage in its status.
 
-Every capture is one `BEGIN IMMEDIATE` transaction: competing captures (two
-threads, two processes) serialize their retention decisions. Inside it, the
-oldest batches are evicted first (to respect `max_batches`, then until the
-estimated size fits under the page ceiling) and the new batch is inserted; if
-SQLite still reports the ceiling (SQLITE_FULL) everything rolls back, the
-previous batches stay, and `CaptureError` is raised.
+Every capture is one `BEGIN IMMEDIATE` transaction (after any schema steps,
+each its own): competing captures (two threads, two processes) serialize
+their retention decisions. If SQLite still reports the page ceiling
+(SQLITE_FULL) everything rolls back, the previous batches stay, and
+`CaptureError` is raised.
 
-Readers never create the file: a missing archive reads as empty.
-A read-only store writes nothing either, not even `-wal`/`-shm`: when no
-`-wal` exists, everything committed is in the main file, so it is opened
-`immutable=1` (no lock, no shared memory) and each read checks afterwards that
-the file did not change under it; otherwise, or when it did change, it is
-opened `mode=ro`, which uses the `-wal`/`-shm` a live writer already has.
+Readers never create the file: a missing archive reads as empty, and a
+read-only store writes nothing, not even `-wal`/`-shm` (see archive_file.py).
 The class is synchronous; callers run it off the event loop
 (`capture_offloaded` does that and drains the write on cancellation).
 """
 
 from __future__ import annotations
 
-import math
-import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 from engine.config import TaskContinuityConfig
 from engine.continuity import fts
-from engine.continuity.extract import Record
-from engine.continuity.query import ArchiveHit, fts_table, search_batches
+from engine.continuity.archive_file import (
+    connect,
+    ensure_wal,
+    file_stamp,
+    make_private,
+    read_mode,
+)
+from engine.continuity.batch_writes import CaptureResult, prepare, write_batch
+from engine.continuity.query import fts_table, search_batches
+from engine.continuity.reads import (
+    BatchInfo,
+    available_ids,
+    list_batches,
+    list_sources,
+    read_source,
+)
+from engine.continuity.records import Hit, Source
+from engine.continuity.schema import (
+    APPLICATION_ID,
+    SCHEMA_VERSION,
+    ArchiveError,
+    ArchiveScopeError,
+    ArchiveUnavailableError,
+    CaptureError,
+    migrate,
+    schema_state,
+)
 from engine.offload import run_drained
-from engine.private import private_dir, tighten, touch_private
+from engine.private import private_dir, touch_private
+
+__all__ = [
+    "APPLICATION_ID",
+    "MAX_PAGE_COUNT",
+    "SCHEMA_VERSION",
+    "ArchiveError",
+    "ArchiveScopeError",
+    "ArchiveStore",
+    "ArchiveUnavailableError",
+    "BatchInfo",
+    "CaptureError",
+    "CaptureResult",
+    "archive_path",
+    "capture_offloaded",
+]
 
 MAX_PAGE_COUNT = 32768
-APPLICATION_ID = 0x54524F56  # "TROV": marks the file as a Trove archive
-BUSY_TIMEOUT_MS = 10_000
 ARCHIVE_DIR = "task-history"
 ARCHIVE_NAME = "history.sqlite"
 
-# Size estimate for a new batch, in bytes of database pages. Measured: the
-# sources b-tree costs about 1.1x the text, the FTS index (detail=full) 0.5x
-# to 1.2x the index text (repetitive prose low, unique codes high). The
-# factors err high: over-estimating evicts at most one batch early, while
-# under-estimating would fail the capture at the ceiling.
-_TEXT_FACTOR = 1.25
-_INDEX_FACTOR = 1.5
-_ROW_OVERHEAD = 96
-_TABLE_PAGES = 16  # the FTS5 shadow tables and schema growth of a new batch
-_HASH_BYTES = 64 * 2**20  # FTS5 in-memory hash for one capture (default 1 MB)
-
-
-class ArchiveError(Exception):
-    """Base of every archive failure; callers map it to a history status."""
-
-
-class ArchiveUnavailableError(ArchiveError):
-    """The archive cannot be read (corrupt, unreadable, foreign or newer schema)."""
-
-
-class ArchiveScopeError(ArchiveUnavailableError):
-    """The file is bound to another user or thread (e.g. copied from another thread)."""
-
-
-class CaptureError(ArchiveError):
-    """A capture did not happen; the previous batches are intact."""
-
-
-@dataclass(frozen=True)
-class CaptureResult:
-    batch_id: int
-    records: int
-    omitted_records: int
-    truncated_count: int
-    duplicate: bool = False
-
-
-@dataclass(frozen=True)
-class BatchInfo:
-    id: int
-    batch_key: int
-    created: str
-    records: int
-    omitted_records: int
-    truncated_count: int
-
-
-@dataclass(frozen=True)
-class SourceSummary:
-    source_id: str
-    role: str
-    seq: int
-    chars: int
-    truncated: bool
-
-
-@dataclass(frozen=True)
-class StoredSource:
-    source_id: str
-    role: str
-    seq: int
-    text: str
-    truncated: bool
-    batch_id: int
-    echo: bool = False
+T = TypeVar("T")
 
 
 def archive_path(thread_dir: Path) -> Path:
@@ -137,53 +97,6 @@ def archive_path(thread_dir: Path) -> Path:
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-_SCHEMA_V1 = f"""
-CREATE TABLE batches (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    batch_key INTEGER NOT NULL UNIQUE,
-    created TEXT NOT NULL,
-    records INTEGER NOT NULL,
-    omitted INTEGER NOT NULL,
-    truncated INTEGER NOT NULL
-);
-CREATE TABLE sources (
-    id INTEGER PRIMARY KEY,
-    batch_id INTEGER NOT NULL,
-    source_id TEXT NOT NULL,
-    role TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    truncated INTEGER NOT NULL,
-    echo INTEGER NOT NULL,
-    text TEXT NOT NULL
-);
-CREATE INDEX sources_by_batch ON sources(batch_id);
-CREATE INDEX sources_by_source ON sources(source_id, batch_id);
-PRAGMA application_id = {APPLICATION_ID};
-"""
-
-
-def _create_tables(conn: sqlite3.Connection, scope: str | None) -> None:
-    for statement in _SCHEMA_V1.split(";"):
-        if statement.strip():
-            conn.execute(statement)
-
-
-def _add_scope_binding(conn: sqlite3.Connection, scope: str | None) -> None:
-    """A v1 file is adopted by the thread whose writer migrates it (it sits in its directory)."""
-    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-    if scope is not None:
-        conn.execute("INSERT INTO meta (key, value) VALUES ('scope', ?)", (scope,))
-
-
-# Step n takes a file from user_version n to n + 1, inside the capture's
-# transaction; append new steps, never edit old ones.
-MIGRATIONS: tuple[Callable[[sqlite3.Connection, str | None], None], ...] = (
-    _create_tables,
-    _add_scope_binding,
-)
-SCHEMA_VERSION = len(MIGRATIONS)
 
 
 class ArchiveStore:
@@ -224,67 +137,19 @@ class ArchiveStore:
 
     # -- connection ------------------------------------------------------------
 
-    def _connect(self, mode: str) -> sqlite3.Connection:
-        uri = self.path.resolve().as_uri() + f"?mode={mode}"
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        return conn
-
     def _check_schema(self, conn: sqlite3.Connection) -> bool:
-        """True when the schema exists; False for an empty file; raises for a foreign one.
-
-        Any version up to ours is readable (a writer migrates it); a binding
-        to another scope raises `ArchiveScopeError`.
-        """
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        app = conn.execute("PRAGMA application_id").fetchone()[0]
-        if version == 0 and app == 0:
-            tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-            if tables == 0:
-                return False
-        if app != APPLICATION_ID or not 1 <= version <= SCHEMA_VERSION:
-            raise ArchiveUnavailableError(
-                f"{self.path}: not a Trove archive of schema {SCHEMA_VERSION} or older "
-                f"(application_id {app}, user_version {version})"
-            )
-        self._version = version
-        self._bound = None
-        if version >= 2:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'scope'").fetchone()
-            self._bound = row[0] if row is not None else None
-        if self.scope is not None and self._bound is not None and self._bound != self.scope:
-            raise ArchiveScopeError(
-                f"{self.path}: the archive belongs to another user or thread "
-                "(it was copied here); it is not read"
-            )
+        """True when the schema exists; False for an empty file; raises for a foreign one."""
+        state = schema_state(conn, self.path, self.scope)
+        if state is None:
+            return False
+        self._version, self._bound = state.version, state.bound
         return True
-
-    def _file_stamp(self) -> tuple[int, int, int] | None:
-        """What changes when anyone writes the main file; None once a -wal exists."""
-        if os.path.exists(f"{self.path}-wal"):
-            return None
-        try:
-            info = os.stat(self.path)
-        except OSError:
-            return None
-        return (info.st_ino, info.st_size, info.st_mtime_ns)
-
-    def _read_mode(self) -> str:
-        """`ro` plus `immutable=1` when no writer has a -wal (see the module docstring)."""
-        self._stamp = None
-        if not self.readonly:
-            return "rw"
-        if not self._shared:
-            self._stamp = self._file_stamp()
-            if self._stamp is not None:
-                return "ro&immutable=1"
-        return "ro"
 
     def _unchanged(self) -> bool:
         """After an immutable read: nothing wrote the file meanwhile, so the read was sound."""
         if self._stamp is None:
             return True
-        if self._file_stamp() == self._stamp:
+        if file_stamp(self.path) == self._stamp:
             return True
         self._shared = True  # a writer is about: use its -wal/-shm from now on
         self._drop()
@@ -297,9 +162,10 @@ class ArchiveStore:
         if not self.path.is_file():
             return None
         if not self.readonly:
-            self._make_private()
+            make_private(self.path)
         try:
-            conn = self._connect(self._read_mode())
+            mode, self._stamp = read_mode(self.path, readonly=self.readonly, shared=self._shared)
+            conn = connect(self.path, mode)
             try:
                 self._initialized = self._check_schema(conn)
             except BaseException:
@@ -318,35 +184,15 @@ class ArchiveStore:
             if conn is None:
                 private_dir(self.path.parent)
                 touch_private(self.path)  # SQLite gives -wal and -shm this file's mode
-                conn = self._connect("rwc")
+                conn = connect(self.path, "rwc")
                 self._conn = conn
-            self._ensure_wal(conn)
+            ensure_wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute(f"PRAGMA max_page_count = {int(self.max_page_count)}")
         except (sqlite3.Error, OSError, ArchiveUnavailableError) as exc:
             self._drop()
             raise CaptureError(f"{self.path}: cannot open archive for writing: {exc}") from exc
         return conn
-
-    def _make_private(self) -> None:
-        """Tighten an archive an older version left readable, before SQLite opens it."""
-        tighten(self.path.parent)
-        for suffix in ("", "-wal", "-shm"):
-            tighten(self.path.with_name(self.path.name + suffix))
-
-    @staticmethod
-    def _ensure_wal(conn: sqlite3.Connection) -> None:
-        """Switch a new file to WAL; a competing writer doing the same may hold the lock.
-
-        Changing the journal mode needs an exclusive lock and does not wait
-        for it, so when two first captures race, the loser leaves the switch
-        to the winner (its capture still serializes on BEGIN IMMEDIATE).
-        """
-        try:
-            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                conn.execute("PRAGMA journal_mode = WAL")
-        except sqlite3.OperationalError:
-            pass
 
     def _drop(self) -> None:
         if self._conn is not None:
@@ -369,46 +215,42 @@ class ArchiveStore:
 
     # -- capture ---------------------------------------------------------------
 
-    def capture(self, batch_key: int, records: Iterable[Record]) -> CaptureResult:
+    def capture(self, batch_key: int, records: Iterable[Source]) -> CaptureResult:
         """Archive one batch (the sources one compaction removed), idempotently.
 
         The same `batch_key` (the compaction's identity) returns the batch it
         already made, and protects it from the retention pass that runs for
         the duplicate. When there are more records than
-        `max_records_per_batch`, the newest are kept: they are the ones the
-        next turns are likeliest to need, and the summary had the whole span.
+        `max_records_per_batch`, the newest are kept (see `batch_writes.prepare`).
         """
         if isinstance(batch_key, bool) or not isinstance(batch_key, int):
             raise CaptureError(f"batch_key must be an int, got {batch_key!r}")
         items = list(records)
-        if not all(isinstance(r, Record) for r in items):
-            raise CaptureError("records must be Record instances from extract_records")
-        limit = max(0, int(self.config.max_records_per_batch))
-        kept = items[len(items) - limit :] if len(items) > limit else items
-        omitted = len(items) - len(kept)
-        kept = [r.cut(self.config.max_record_chars) for r in kept]
-        truncated = sum(1 for r in kept if r.truncated)
-        # Tokenize before taking the write lock: other writers need not wait for it.
-        index = [fts.index_text(r.text) for r in kept]
-        need = self._estimate_bytes(kept, index)
+        if not all(isinstance(r, Source) for r in items):
+            raise CaptureError("records must be Source instances from extract_records")
+        batch = prepare(
+            items,
+            max_records=self.config.max_records_per_batch,
+            max_chars=self.config.max_record_chars,
+        )
         with self._lock:
             conn = self._writer()
             try:
-                conn.execute("BEGIN IMMEDIATE")
                 if not self._initialized or self._version < SCHEMA_VERSION:
-                    self._initialize(conn)
-                elif self.scope is not None and self._bound is None:
+                    state = migrate(conn, self.path, self.scope)
+                    self._version, self._bound = state.version, state.bound
+                    self._initialized = True
+                conn.execute("BEGIN IMMEDIATE")
+                if self.scope is not None and self._bound is None:
                     self._bind(conn)
-                row = conn.execute(
-                    "SELECT id, records, omitted, truncated FROM batches WHERE batch_key = ?",
-                    (batch_key,),
-                ).fetchone()
-                if row is not None:
-                    self._retain(conn, keep=row[0], room_for=0, need_bytes=0)
-                    conn.execute("COMMIT")
-                    return CaptureResult(row[0], row[1], row[2], row[3], duplicate=True)
-                self._retain(conn, keep=None, room_for=1, need_bytes=need)
-                batch_id = self._insert(conn, batch_key, kept, index, omitted, truncated)
+                result = write_batch(
+                    conn,
+                    batch,
+                    batch_key=batch_key,
+                    created=self.clock().strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                    max_batches=self.config.max_batches,
+                    max_page_count=self.max_page_count,
+                )
                 conn.execute("COMMIT")
             except ArchiveUnavailableError as exc:
                 self._abort(conn)
@@ -421,7 +263,7 @@ class ArchiveStore:
             except BaseException:
                 self._abort(conn)
                 raise
-        return CaptureResult(batch_id, len(kept), omitted, truncated)
+        return result
 
     def _abort(self, conn: sqlite3.Connection) -> None:
         try:
@@ -432,112 +274,14 @@ class ArchiveStore:
         # A failed write may leave the connection in any state: start afresh.
         self._drop()
 
-    def _initialize(self, conn: sqlite3.Connection) -> None:
-        """Create or migrate the schema inside the capture's transaction (races serialize on it)."""
-        version = self._version if self._check_schema(conn) else 0
-        for step in MIGRATIONS[version:]:
-            step(conn, self.scope)
-        if version < SCHEMA_VERSION:
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            self._version = SCHEMA_VERSION
-            self._bound = self.scope
-        elif self.scope is not None and self._bound is None:
-            self._bind(conn)
-        self._initialized = True
-
     def _bind(self, conn: sqlite3.Connection) -> None:
+        """Bind a file made without a scope to this one (the writer's thread adopts it)."""
         conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('scope', ?)", (self.scope,))
         self._bound = self.scope
 
-    def _estimate_bytes(self, records: list[Record], index: list[str]) -> int:
-        return math.ceil(
-            sum(
-                _TEXT_FACTOR * len(r.text.encode("utf-8"))
-                + _INDEX_FACTOR * len(i.encode("utf-8"))
-                + _ROW_OVERHEAD
-                for r, i in zip(records, index, strict=True)
-            )
-        )
-
-    def _free_pages(self, conn: sqlite3.Connection) -> int:
-        pages = conn.execute("PRAGMA page_count").fetchone()[0]
-        free = conn.execute("PRAGMA freelist_count").fetchone()[0]
-        return self.max_page_count - (pages - free)
-
-    def _retain(
-        self, conn: sqlite3.Connection, *, keep: int | None, room_for: int, need_bytes: int
-    ) -> None:
-        """Evict the oldest batches (never `keep`) until count and estimated size fit."""
-        limit = max(1, int(self.config.max_batches))
-        need_pages = 0
-        if need_bytes:
-            page = conn.execute("PRAGMA page_size").fetchone()[0]
-            need_pages = math.ceil(need_bytes / page) + _TABLE_PAGES
-        ids = [r[0] for r in conn.execute("SELECT id FROM batches ORDER BY id")]
-        evictable = [i for i in ids if i != keep]
-        count = len(ids)
-        while evictable and count + room_for > limit:
-            self._evict(conn, evictable.pop(0))
-            count -= 1
-        while evictable and need_pages and self._free_pages(conn) < need_pages:
-            self._evict(conn, evictable.pop(0))
-
-    def _evict(self, conn: sqlite3.Connection, batch_id: int) -> None:
-        conn.execute("DELETE FROM sources WHERE batch_id = ?", (batch_id,))
-        conn.execute(f"DROP TABLE IF EXISTS {fts_table(batch_id)}")
-        conn.execute("DELETE FROM batches WHERE id = ?", (batch_id,))
-
-    def _insert(
-        self,
-        conn: sqlite3.Connection,
-        batch_key: int,
-        records: list[Record],
-        index: list[str],
-        omitted: int,
-        truncated: int,
-    ) -> int:
-        created = self.clock().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        cur = conn.execute(
-            "INSERT INTO batches (batch_key, created, records, omitted, truncated) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (batch_key, created, len(records), omitted, truncated),
-        )
-        batch_id = int(cur.lastrowid or 0)
-        table = fts_table(batch_id)
-        conn.execute(
-            f"CREATE VIRTUAL TABLE {table} USING fts5("
-            f"tokens, content='', tokenize='{fts.FTS_TOKENIZER}')"
-        )
-        # One segment per batch: with the default 1 MB hash a large batch is
-        # flushed as several segments, and every query probes each of them.
-        conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('hashsize', ?)", (_HASH_BYTES,))
-        base = conn.execute("SELECT coalesce(max(id), 0) FROM sources").fetchone()[0] + 1
-        conn.executemany(
-            "INSERT INTO sources (id, batch_id, source_id, role, seq, truncated, echo, text) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                (
-                    base + n,
-                    batch_id,
-                    r.source_id,
-                    r.role,
-                    r.seq,
-                    int(r.truncated),
-                    int(r.echo),
-                    r.text,
-                )
-                for n, r in enumerate(records)
-            ),
-        )
-        conn.executemany(
-            f"INSERT INTO {table} (rowid, tokens) VALUES (?, ?)",
-            ((base + n, text) for n, text in enumerate(index)),
-        )
-        return batch_id
-
     # -- reading ---------------------------------------------------------------
 
-    def _read(self, work: Callable[[sqlite3.Connection], object], empty: object) -> object:
+    def _read(self, work: Callable[[sqlite3.Connection], T], empty: T) -> T:
         """Run a read; a missing or empty archive gives `empty`, a broken one raises.
 
         Batch damage the work finds goes to `self._found`, and is kept only
@@ -584,9 +328,9 @@ class ArchiveStore:
                     "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'fts_%'"
                 )
                 self._tables = (version, frozenset(row[0] for row in names))
-            names = self._tables[1]
+            tables = self._tables[1]
             for batch_id in ids:
-                if fts_table(batch_id) not in names:
+                if fts_table(batch_id) not in tables:
                     self._mark(batch_id, f"its search index {fts_table(batch_id)} is missing")
 
         if ids:
@@ -595,61 +339,22 @@ class ArchiveStore:
 
     def batches(self) -> list[BatchInfo]:
         """Every batch still stored, oldest first (for the UI and the status layer)."""
-
-        def work(conn: sqlite3.Connection) -> list[BatchInfo]:
-            rows = conn.execute(
-                "SELECT id, batch_key, created, records, omitted, truncated "
-                "FROM batches ORDER BY id"
-            )
-            return [BatchInfo(*row) for row in rows]
-
-        return self._read(work, [])  # type: ignore[return-value]
+        return self._read(list_batches, [])
 
     def batch_records(self) -> dict[int, int]:
         """Stored batch id -> record count: what status resolution checks references against."""
         return {b.id: b.records for b in self.batches()}
 
-    def sources(self, batch_id: int) -> list[SourceSummary]:
-        """The records of one batch in capture order, without their text."""
+    def sources(self, batch_id: int) -> list[Source]:
+        """The sources of one batch in capture order, with their text, in one query."""
+        return self._read(lambda conn: list_sources(conn, batch_id, self._mark), [])
 
-        def work(conn: sqlite3.Connection) -> list[SourceSummary]:
-            rows = conn.execute(
-                "SELECT source_id, role, seq, '', truncated, batch_id, echo, length(text), "
-                "typeof(text) FROM sources WHERE batch_id = ? ORDER BY id",
-                (batch_id,),
-            )
-            out = []
-            for row in rows:
-                if row[8] == "text" and _sound(row[:7]):
-                    out.append(SourceSummary(row[0], row[1], row[2], row[7], bool(row[4])))
-                else:
-                    self._mark(batch_id, f"a stored source is malformed ({row[0]!r:.40})")
-            return out
-
-        return self._read(work, [])  # type: ignore[return-value]
-
-    def read(self, source_id: str, batch_ids: Iterable[int]) -> StoredSource | None:
+    def read(self, source_id: str, batch_ids: Iterable[int]) -> Source | None:
         """The source with this exact id in one of `batch_ids` (newest batch wins)."""
         ids = sorted({int(b) for b in batch_ids}, reverse=True)
         if not ids:
             return None
-
-        def work(conn: sqlite3.Connection) -> StoredSource | None:
-            marks = ",".join("?" * len(ids))
-            rows = conn.execute(
-                "SELECT source_id, role, seq, text, truncated, batch_id, echo FROM sources "
-                f"WHERE source_id = ? AND batch_id IN ({marks}) ORDER BY batch_id DESC",
-                (source_id, *ids),
-            )
-            for row in rows:
-                if _sound(row):
-                    return StoredSource(
-                        row[0], row[1], row[2], row[3], bool(row[4]), row[5], bool(row[6])
-                    )
-                self._mark(row[5], f"stored source {source_id} is malformed")
-            return None
-
-        return self._read(work, None)  # type: ignore[return-value]
+        return self._read(lambda conn: read_source(conn, source_id, ids, self._mark), None)
 
     def available(self, source_ids: Iterable[str], batch_ids: Iterable[int]) -> set[str]:
         """Which of `source_ids` are stored in one of `batch_ids`."""
@@ -657,18 +362,7 @@ class ArchiveStore:
         ids = sorted({int(b) for b in batch_ids})
         if not wanted or not ids:
             return set()
-
-        def work(conn: sqlite3.Connection) -> set[str]:
-            sid_marks = ",".join("?" * len(wanted))
-            bid_marks = ",".join("?" * len(ids))
-            rows = conn.execute(
-                f"SELECT DISTINCT source_id FROM sources WHERE source_id IN ({sid_marks}) "
-                f"AND batch_id IN ({bid_marks})",
-                (*wanted, *ids),
-            )
-            return {row[0] for row in rows}
-
-        return self._read(work, set())  # type: ignore[return-value]
+        return self._read(lambda conn: available_ids(conn, wanted, ids), set())
 
     def search(
         self,
@@ -678,7 +372,7 @@ class ArchiveStore:
         batch_ids: Iterable[int],
         limit: int = 8,
         partial: bool = True,
-    ) -> list[ArchiveHit]:
+    ) -> list[Hit]:
         """Hits for `query` in `batch_ids` only, through FTS5 (see `query.search_batches`).
 
         `partial=False` never returns sources holding only some of the terms
@@ -689,25 +383,17 @@ class ArchiveStore:
         if not terms or not ids or limit <= 0:
             return []
 
-        def work(conn: sqlite3.Connection) -> list[ArchiveHit]:
+        def work(conn: sqlite3.Connection) -> list[Hit]:
             usable = [b for b in ids if b not in self.damaged]
             return search_batches(
                 conn, terms, usable, role=role, limit=limit, partial=partial, damaged=self._found
             )
 
-        return self._read(work, [])  # type: ignore[return-value]
-
-
-_ROW_TYPES = (str, str, int, str, int, int, int)
-
-
-def _sound(row: tuple) -> bool:
-    """A `sources` row whose columns have the types capture wrote (SQLite does not enforce them)."""
-    return all(type(v) is t for v, t in zip(row, _ROW_TYPES, strict=True))
+        return self._read(work, [])
 
 
 async def capture_offloaded(
-    store: ArchiveStore, batch_key: int, records: Iterable[Record]
+    store: ArchiveStore, batch_key: int, records: Iterable[Source]
 ) -> CaptureResult:
     """Run `store.capture` in a worker thread; a cancellation waits for the write to end.
 

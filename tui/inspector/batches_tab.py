@@ -19,7 +19,9 @@ from textual.content import Content
 from textual.widgets import DataTable, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tui.inspector import data
+from engine.continuity.batch_report import BatchRow, batch_sources, batches_report
+from engine.continuity.records import Source
+from engine.safe_text import safe_text
 from tui.inspector.messages import OpenSource
 from tui.inspector.status_words import BATCH, batch_label, batch_meaning, history_line
 from tui.inspector.tab import InspectorTab, Stale
@@ -28,6 +30,8 @@ LEGEND = (
     "msgs: messages archived · left/cut: messages left out (over max_records_per_batch) "
     "/ cut short (over max_record_chars)"
 )
+PREVIEW_CHARS = 120
+"""A source's preview: the start of its text on one line, so the user can tell sources apart."""
 EMPTY = (
     "Nothing has been compacted in this thread yet. After /compact (or an automatic "
     "compaction), the messages taken out of the context are kept here word for word."
@@ -72,8 +76,8 @@ class BatchesTab(InspectorTab):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.rows: list[data.BatchRow] = []
-        self.sources: list[data.SourceRow] = []
+        self.rows: list[BatchRow] = []
+        self.sources: list[Source] = []
         self.shown: int | None = None
         """The batch whose sources are listed (or being read)."""
         self.wanted: int | None = None
@@ -129,7 +133,7 @@ class BatchesTab(InspectorTab):
     async def load_batches(self) -> None:
         status = self.query_one("#batches-status", Static)
         try:
-            report = await self.fetch(data.batches_report)
+            report = await self.fetch(batches_report)
         except Stale:
             return
         except Exception as exc:
@@ -138,7 +142,7 @@ class BatchesTab(InspectorTab):
         status.update(history_line(report.status, report.reason))
         self._fill(report.rows)
 
-    def _fill(self, rows: tuple[data.BatchRow, ...]) -> None:
+    def _fill(self, rows: tuple[BatchRow, ...]) -> None:
         table = self.query_one(BatchTable)
         keep = self.wanted if self.wanted is not None else self.shown
         self.wanted = None
@@ -176,7 +180,7 @@ class BatchesTab(InspectorTab):
         if listing.option_count:
             listing.focus()
 
-    def _show_batch(self, row: data.BatchRow, *, force: bool = False) -> None:
+    def _show_batch(self, row: BatchRow, *, force: bool = False) -> None:
         if row.batch == self.shown and not force:
             return
         self.shown = row.batch
@@ -197,10 +201,10 @@ class BatchesTab(InspectorTab):
         self.load_sources(row)
 
     @work(exclusive=True, group="sources", exit_on_error=False)
-    async def load_sources(self, row: data.BatchRow) -> None:
+    async def load_sources(self, row: BatchRow) -> None:
         title = self.query_one("#batches-title", Static)
         try:
-            sources = await self.fetch(data.batch_sources, row.batch)
+            sources = await self.fetch(batch_sources, row.batch)
         except Stale:
             return
         except Exception as exc:
@@ -224,14 +228,15 @@ class BatchesTab(InspectorTab):
             listing.highlighted = min(highlighted or 0, len(sources) - 1)
 
     @staticmethod
-    def _source_prompt(source: data.SourceRow) -> Content:
+    def _source_prompt(source: Source) -> Content:
+        preview = " ".join(safe_text(source.text[: PREVIEW_CHARS * 4]).split())[:PREVIEW_CHARS]
         head = Content.assemble(
-            (source.role, "bold $accent"),
+            (safe_text(source.role), "bold $accent"),
             (f" · seq {source.seq} · {source.chars:,} chars", "$text-muted"),
         )
         if source.truncated:
             head = Content.assemble(head, (" · truncated", "$text-warning"))
-        return Content.assemble(head, "\n", source.preview or ("(no text)", "$text-muted"))
+        return Content.assemble(head, "\n", preview or ("(no text)", "$text-muted"))
 
     @on(OptionList.OptionSelected, "#source-list")
     def _open(self, event: OptionList.OptionSelected) -> None:

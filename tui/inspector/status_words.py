@@ -8,11 +8,9 @@ goes through this module: one wording for the whole pane.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from textual.content import Content
 
-BatchState = Literal["reachable", "expired", "unlinked", "unreadable"]
+from engine.continuity.batch_report import BatchState
 
 HISTORY: dict[str, tuple[str, str, str]] = {
     # status: (short label, style, what it means for the user)

@@ -1,0 +1,97 @@
+"""The scope the continuity tools run in: one thread, at one position of its log.
+
+A `ContinuityContext` is what the tools need from a running thread: its log
+events (up to the current position), its active surface, the archive store
+(None when continuity is disabled) and who it belongs to. Each tool call
+takes a cheap `Snapshot` of it on the event loop, then does the archive work
+in a worker thread, so SQLite never blocks the loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.continuity.extract import SourceInput, hidden_seqs, surface_inputs
+from engine.continuity.search import ActiveIndex, HistoryView
+from engine.continuity.status import scope_binding
+from engine.continuity.store import ArchiveStore
+from engine.log import SessionLog
+from engine.surface import Surface
+
+Event = dict[str, Any]
+
+
+@dataclass
+class Snapshot:
+    """A position's inputs, taken on the event loop and used from a worker thread."""
+
+    events: list[Event]
+    active: list[SourceInput]
+    scope: str
+    store: ArchiveStore | None
+    index: ActiveIndex = field(default_factory=ActiveIndex)
+
+    def view(self) -> HistoryView:
+        """Resolve and open the history (blocking: may read the archive)."""
+        return HistoryView.open(self.events, self.scope, self.active, self.store, self.index)
+
+
+@dataclass
+class ContinuityContext:
+    """What the tools need from one open thread.
+
+    `events()` returns the log events up to the current position, `entries()`
+    the active surface entries (`Surface.entries`), `append(kind, **fields)`
+    writes a log event (for notes; None makes task_note refuse).
+    """
+
+    user_id: str
+    thread_id: str
+    events: Callable[[], Sequence[Event]]
+    entries: Callable[[], Iterable[Any]]
+    store: ArchiveStore | None
+    append: Callable[..., Any] | None = None
+    index: ActiveIndex = field(default_factory=ActiveIndex)
+    _hidden: set[int] = field(default_factory=set, repr=False)
+    _hidden_upto: int = field(default=0, repr=False)
+
+    @property
+    def scope(self) -> str:
+        """The binding every archive reference of this thread must carry."""
+        return scope_binding(self.user_id, self.thread_id)
+
+    @classmethod
+    def for_log(
+        cls,
+        log: SessionLog,
+        surface: Surface,
+        store: ArchiveStore | None,
+        *,
+        user_id: str,
+        thread_id: str,
+    ) -> ContinuityContext:
+        """A context over a live `SessionLog` and its `Surface` (e.g. the driver's)."""
+        return cls(
+            user_id,
+            thread_id,
+            events=lambda: log.events,
+            entries=lambda: surface.entries,
+            store=store,
+            append=log.append,
+        )
+
+    def _hidden_seqs(self, events: Sequence[Event]) -> set[int]:
+        # The log only grows, so injections are folded in incrementally; a
+        # shorter list (an older position) starts over.
+        if len(events) < self._hidden_upto:
+            self._hidden, self._hidden_upto = set(), 0
+        self._hidden |= hidden_seqs(events[self._hidden_upto :])
+        self._hidden_upto = len(events)
+        return self._hidden
+
+    def snapshot(self) -> Snapshot:
+        events = list(self.events())
+        active = surface_inputs(self.entries(), self._hidden_seqs(events))
+        return Snapshot(events, active, self.scope, self.store, self.index)
