@@ -341,6 +341,12 @@ BAD = [
         "model:\n  timeout: 0\n", "model.timeout", "expected a number > 0", id="timeout-0"
     ),
     pytest.param(
+        "model:\n  timeout: 1" + "0" * 400 + "\n",
+        "model.timeout",
+        "expected a number > 0, got integer 1000",
+        id="timeout-beyond-float",
+    ),
+    pytest.param(
         "model:\n  context_window: 0\n", "model.context_window", "got integer 0", id="window-0"
     ),
     pytest.param(
