@@ -20,7 +20,6 @@ tests/test_faults.py restarts the thread afterwards and checks the rest.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 import signal
 import sys
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from msgspec.structs import replace
 
 from engine import log as k
 from engine.config import load_config
@@ -182,9 +182,9 @@ async def main(
             asyncio.current_task().uncancel()  # type: ignore[union-attr]
         victim.clear()
     else:
-        rt.compaction.config = dataclasses.replace(config.compaction, auto=True, threshold=0.0001)
+        rt.compaction.config = replace(config.compaction, auto=True, threshold=0.0001)
         if mode == "overflow":
-            rt.compaction.config = dataclasses.replace(config.compaction, auto=False)
+            rt.compaction.config = replace(config.compaction, auto=False)
         driver.send(THIRD)
     await asyncio.wait_for(driver.when_idle(), 20)
     if fault == "kill":

@@ -9,11 +9,11 @@ need one answer or the other set the two probes (``xllamacpp_installed`` and
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec.structs import replace
 
 import engine.backend as backend_mod
 from engine.backend import (

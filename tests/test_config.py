@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
+import subprocess
+import sys
 from pathlib import Path
+from typing import Literal, get_args, get_origin
 
+import msgspec
 import pytest
 import yaml
 
@@ -18,9 +21,12 @@ from engine.config import (
     TaskContinuityConfig,
     UiConfig,
     default_home,
+    key_descriptions,
     load_config,
     parse_config,
+    valid_user_id,
 )
+from engine.config_schema import leaves
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "config.example.yaml"
 
@@ -144,6 +150,33 @@ def test_api_key_is_not_in_repr() -> None:
     config = parse_config({"model": {"api_key": "sk-secret"}}, source="c.yaml", env={})
     assert config.model.api_key == "sk-secret"
     assert "sk-secret" not in repr(config)
+    assert "sk-secret" not in str(list(config.model.__rich_repr__()))
+    assert repr(config.model).startswith("ModelConfig(provider='auto', base_url=None, name=")
+
+
+@pytest.mark.parametrize(
+    ("user_id", "valid"),
+    [
+        ("alice", True),
+        ("a.b_c-9", True),
+        ("...", True),
+        ("a" * 64, True),
+        (".", False),
+        ("..", False),
+        ("", False),
+        ("a/b", False),
+        ("abc\n", False),
+        ("a" * 65, False),
+        (7, False),
+    ],
+)
+def test_valid_user_id_is_the_user_id_key_rule(user_id: object, valid: bool) -> None:
+    assert valid_user_id(user_id) is valid
+    if valid:
+        assert parse_config({"user_id": user_id}, source="c.yaml", env={}).user_id == user_id
+    else:
+        with pytest.raises(ConfigError, match="^c.yaml: user_id: expected 1-64 characters"):
+            parse_config({"user_id": user_id}, source="c.yaml", env={})
 
 
 # ----------------------------------------------------------------- environment
@@ -306,6 +339,12 @@ BAD = [
     ),
     pytest.param(
         "model:\n  timeout: 0\n", "model.timeout", "expected a number > 0", id="timeout-0"
+    ),
+    pytest.param(
+        "model:\n  timeout: 1" + "0" * 400 + "\n",
+        "model.timeout",
+        "expected a number > 0, got integer 1000",
+        id="timeout-beyond-float",
     ),
     pytest.param(
         "model:\n  context_window: 0\n", "model.context_window", "got integer 0", id="window-0"
@@ -471,19 +510,69 @@ def test_merge_keys_may_be_overridden(tmp_path: Path) -> None:
 
 def test_example_loads_to_the_defaults(tmp_path: Path) -> None:
     config = load_config(EXAMPLE, home=tmp_path, env={})
-    assert dataclasses.replace(config, source=None) == Config()
+    assert msgspec.structs.replace(config, source=None) == Config()
 
 
 def test_example_covers_every_field() -> None:
     data = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
-    top = {f.name for f in dataclasses.fields(Config)} - {"source"}
+    top = {f.name for f in msgspec.structs.fields(Config)} - {"source"}
     assert set(data) == top
     for name, cls in SECTIONS.items():
-        assert set(data[name]) == {f.name for f in dataclasses.fields(cls)}, name
-        for f in dataclasses.fields(cls):
+        fields = msgspec.structs.fields(cls)
+        assert set(data[name]) == {f.name for f in fields}, name
+        for f in fields:
             assert data[name][f.name] == f.default, f"{name}.{f.name}"
     assert data["user_id"] == Config().user_id
     assert set(SECTIONS) == top - {"user_id"}
+
+
+def example_comments() -> dict[str, str]:
+    """Each key's dotted path in config.example.yaml and the comment on its line."""
+    comments: dict[str, str] = {}
+    section = ""
+    for line in EXAMPLE.read_text(encoding="utf-8").splitlines():
+        match = re.match(r"^(\s*)([a-z_]+):\s*(.*)$", line)
+        if not match:
+            continue
+        indent, key, rest = match.groups()
+        if not rest:
+            section = key
+            continue
+        _, _, comment = rest.partition("  # ")
+        comments[f"{section}.{key}" if indent else key] = comment.strip()
+    return comments
+
+
+def test_example_comments_are_the_declared_descriptions() -> None:
+    # The declaration is the one place a key is documented; the example must say the same.
+    declared = key_descriptions()
+    assert all(declared.values()), [path for path, text in declared.items() if not text]
+    assert example_comments() == declared
+
+
+def test_descriptions_state_the_declared_rules() -> None:
+    # A description that restates a bound or the choices must restate the checked ones.
+    for path, spec in leaves(Config):
+        base, meta = get_args(spec.type)
+        for bound in (meta.ge, meta.gt, meta.le):
+            if bound is not None:
+                assert str(bound) in spec.description, path
+        for choice in get_args(base) if get_origin(base) is Literal else ():
+            assert choice in spec.description, path
+
+
+def test_without_a_config_file_yaml_is_not_imported(tmp_path: Path) -> None:
+    # Launch time: PyYAML is only needed to read a file (issue 11).
+    code = (
+        "import sys; from pathlib import Path; from engine.config import load_config;"
+        f"load_config(None, home=Path({str(tmp_path)!r}), env={{}});"
+        "print('yaml' in sys.modules)"
+    )
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "False"
 
 
 def test_example_comments_every_key() -> None:

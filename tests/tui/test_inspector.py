@@ -14,11 +14,11 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from msgspec.structs import replace
 from textual.pilot import Pilot
 from textual.worker import WorkerCancelled, WorkerFailed
 
