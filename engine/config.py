@@ -59,9 +59,6 @@ def _key(description: str, **rules: Any) -> Meta:
     return Meta(description=description, **rules)
 
 
-_URL = {"expected": "an http:// or https:// URL", "check": _http_url}
-
-
 class ModelConfig(Struct, frozen=True):
     """Which chat endpoint to talk to; one code path serves remote and local backends."""
 
@@ -79,7 +76,7 @@ class ModelConfig(Struct, frozen=True):
             _key(
                 "OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1;"
                 " null = $OPENAI_BASE_URL, else OpenAI's",
-                extra=_URL,
+                extra={"expected": "an http:// or https:// URL", "check": _http_url},
             ),
         ]
         | None

@@ -55,10 +55,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit, urlunsplit
+
+from msgspec.structs import replace
 
 from engine import log as k
 from engine.compaction.prompt import SUMMARY_INSTRUCTIONS
