@@ -309,7 +309,7 @@ async def test_checkpoint_enter_opens_its_batch(app_factory, server):
     async with app.run_test(size=SIZE) as pilot:
         await archive_scenario(pilot, server)
         block = app.query_one(CheckpointBlock)
-        assert block.batch == 1
+        assert block.batch_id == 1
         block.focus()
         await pilot.press("enter")
         await idle(pilot)

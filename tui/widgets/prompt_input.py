@@ -114,7 +114,7 @@ class PromptInput(TextArea):
     async def _on_key(self, event: events.Key) -> None:
         key = event.key
         menu = self.menu
-        if menu is not None and menu.visible and key in ("up", "down", "tab", "enter", "escape"):
+        if menu is not None and menu.is_open and key in ("up", "down", "tab", "enter", "escape"):
             event.stop()
             event.prevent_default()
             self._complete(menu, key)
