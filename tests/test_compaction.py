@@ -19,7 +19,7 @@ from engine.session import Thread
 from engine.surface import Surface
 from engine.tools import ToolBox
 from tests import scripted_server as s
-from tests.support import chat_messages, client_for, echo_tool, kinds, of_kind
+from tests.support import chat_messages, client_for, echo_tool, kinds, of_kind, opened
 
 
 def config(server, **compaction: Any):
@@ -68,7 +68,7 @@ def open_runtime(
     **compaction: Any,
 ) -> Runtime:
     cfg = config(server, **compaction)
-    runtime = Runtime.open(cfg, tmp_path, thread_id=thread_id, model=client_for(server))
+    runtime = opened(Runtime.open(cfg, tmp_path, thread_id=thread_id, model=client_for(server)))
     if faulty:
         log = runtime.thread.log
         log.__class__ = FaultyLog
