@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from engine import log as k
 from tests import scripted_server as s
 from tests.support import chat_messages, of_kind
-from tests.tui.conftest import say, settle, type_text
+from tests.tui.conftest import say, settle, type_text, until
 from tui.widgets.chat_message import Notice
 from tui.widgets.prompt_input import PromptInput
 from tui.widgets.status_strip import QueueList
@@ -120,8 +118,7 @@ async def test_escape_cancels_the_running_reply(app_factory, server):
         await type_text(pilot, "tell me")
         await pilot.press("enter")
         await server.wait_requests(1)
-        while not app.runtime.driver.partial_reply:
-            await asyncio.sleep(0.01)
+        await until(pilot, lambda: bool(app.runtime.driver.partial_reply))
         assert app.check_action("cancel", ()) is True
         await pilot.press("escape")
         await settle(pilot)
