@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.cli_support import Env, write_config
 from tests.scripted_server import ScriptedServer
+from tests.support import close_all_opened
 
 
 @pytest.fixture
@@ -24,3 +25,11 @@ def env(tmp_path: Path, server: ScriptedServer) -> Env:
     config = tmp_path / "config.yaml"
     write_config(config, server.base_url)
     return Env(tmp_path / "home", config)
+
+
+@pytest.fixture(autouse=True)
+async def close_what_the_test_opened() -> AsyncIterator[None]:
+    """Drivers, runtimes and clients a test opened through tests.support are closed here,
+    in the test's own loop, even when an assert failed before the test closed them."""
+    yield
+    await close_all_opened()

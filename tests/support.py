@@ -2,14 +2,73 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from engine.driver import Driver
 from engine.log import Event, SessionLog
 from engine.model import ModelClient
 from engine.tools import Tool, ToolBox
 from tests.scripted_server import ScriptedServer
+
+LIMIT = 10.0
+"""Seconds a test waits for a state before it fails (a bound, never a delay)."""
+
+_Opened = TypeVar("_Opened")
+_to_close: list[Callable[[], Awaitable[None]]] = []
+
+
+def close_at_teardown(closer: Callable[[], Awaitable[None]]) -> None:
+    """Run `closer` when the test ends, passed or failed (tests/conftest.py drains these):
+    a failing assert must not leak an open log, lock or connection into the next test."""
+    _to_close.append(closer)
+
+
+async def close_all_opened() -> None:
+    """Close what the test opened, newest first; closing twice is harmless."""
+    while _to_close:
+        await _to_close.pop()()
+
+
+def opened(thing: _Opened) -> _Opened:
+    """`thing` (a Runtime, Driver or ModelClient), closed at teardown."""
+    if isinstance(thing, Driver):
+        driver = thing
+
+        async def close_driver() -> None:
+            await driver.aclose()
+            await driver.model.aclose()
+            driver.log.close()
+
+        close_at_teardown(close_driver)
+    else:
+        close_at_teardown(thing.aclose)  # type: ignore[attr-defined]
+    return thing
+
+
+async def first_delta(driver: Driver) -> None:
+    """Resolve once the running reply has streamed text: told by the driver, not polled."""
+    arrived = asyncio.Event()
+
+    class Watch:
+        def on_delta(self, turn: int, text: str) -> None:
+            arrived.set()
+
+        def on_state(self) -> None:
+            pass
+
+        def on_failure(self, text: str) -> None:
+            pass
+
+    watch = Watch()
+    driver.observers.append(watch)
+    try:
+        if not driver.partial_reply:
+            await asyncio.wait_for(arrived.wait(), LIMIT)
+    finally:
+        driver.observers.remove(watch)
 
 
 def client_for(server: ScriptedServer, **kw: Any) -> ModelClient:
@@ -21,7 +80,7 @@ def make_driver(
     tmp_path: Path, server: ScriptedServer, *, tools: ToolBox | None = None, **kw: Any
 ) -> Driver:
     log = SessionLog.open(tmp_path / "session.jsonl")
-    return Driver(log, client_for(server), tools=tools, **kw)
+    return opened(Driver(log, client_for(server), tools=tools, **kw))
 
 
 def kinds(events: list[Event], *wanted: str) -> list[str]:

@@ -11,14 +11,15 @@ import orjson
 import pytest
 
 from engine import log as k
-from engine.compaction import AbortSignal, CompactionError, InvalidRangeError
+from engine.compaction import CompactionError, InvalidRangeError
 from engine.config import parse_config
 from engine.log import SessionLog, read_events
 from engine.runtime import Runtime
 from engine.session import Thread
 from engine.surface import Surface
+from engine.tools import ToolBox
 from tests import scripted_server as s
-from tests.support import chat_messages, client_for, kinds, of_kind
+from tests.support import chat_messages, client_for, echo_tool, kinds, of_kind, opened
 
 
 def config(server, **compaction: Any):
@@ -58,9 +59,16 @@ class FaultyLog(SessionLog):
         super().flush()
 
 
-def open_runtime(tmp_path: Path, server, *, faulty: bool = True, **compaction: Any) -> Runtime:
+def open_runtime(
+    tmp_path: Path,
+    server,
+    *,
+    faulty: bool = True,
+    thread_id: str | None = None,
+    **compaction: Any,
+) -> Runtime:
     cfg = config(server, **compaction)
-    runtime = Runtime.open(cfg, tmp_path, model=client_for(server))
+    runtime = opened(Runtime.open(cfg, tmp_path, thread_id=thread_id, model=client_for(server)))
     if faulty:
         log = runtime.thread.log
         log.__class__ = FaultyLog
@@ -113,12 +121,29 @@ async def test_manual_compaction_replaces_old_turns_with_a_checkpoint(tmp_path, 
 
 
 async def test_manual_keeps_recent_context_and_never_splits_tool_calls(tmp_path, server):
-    rt = open_runtime(tmp_path, server, keep_recent_tokens=1_000_000)
+    """The recent-context budget ends between a tool call and its result: the cut moves
+    back, so the call, its result and the reply after them stay on the surface together."""
+    rt = open_runtime(tmp_path, server)
+    rt.driver.tools = ToolBox([echo_tool()])
+    server.script(s.text("echo: one"), s.tool_calls([("echo", {"text": "x"})]), s.text("done"))
     await chat(rt, "one", "two")
+    entries = rt.driver.surface.entries
+    assert [(e.role, bool(e.call_ids), e.result_of) for e in entries[3:]] == [
+        ("assistant", True, None),
+        ("tool", False, entries[3].call_ids[0]),
+        ("assistant", False, None),
+    ]
+    budget = entries[4].tokens + entries[5].tokens  # keeps the result, not its call
+    thread_id = rt.thread.id
+    await rt.aclose()
+    rt = open_runtime(tmp_path, server, thread_id=thread_id, keep_recent_tokens=budget)
     server.script(s.text("summary"))
     outcome = await rt.compaction.compact_now(rt.driver)
-    assert outcome is not None and outcome.replaced == 2  # the last exchange is kept
-    assert [e.message["content"] for e in rt.driver.surface.entries[1:]] == ["two", "echo: two"]
+    assert outcome is not None and outcome.replaced == 3  # "one", its reply, "two"
+    kept = rt.driver.surface.entries[1:]
+    assert [e.role for e in kept] == ["assistant", "tool", "assistant"]
+    assert kept[1].result_of == kept[0].call_ids[0] and kept[2].message["content"] == "done"
+    assert sum(e.tokens for e in kept) >= budget
     await rt.aclose()
 
 
@@ -484,19 +509,14 @@ async def test_busy_text_when_a_turn_runs(tmp_path, server):
     await rt.aclose()
 
 
-@pytest.mark.parametrize("how", ["task", "signal"])
-async def test_cancellation_keeps_its_exact_cause_after_close_and_flush(tmp_path, server, how):
+async def test_cancellation_keeps_its_exact_cause_after_close_and_flush(tmp_path, server):
     rt = open_runtime(tmp_path, server)
     await chat(rt, "one", "two")
     server.script(s.text("never", hold="before"))
-    signal = AbortSignal()
-    task = asyncio.ensure_future(rt.compaction.compact_now(rt.driver, signal))
+    task = asyncio.ensure_future(rt.compaction.compact_now(rt.driver))
     await server.wait_requests(3)
     queued = rt.driver.send("typed meanwhile")
-    if how == "task":
-        task.cancel("Esc pressed")
-    else:
-        signal.abort("Esc pressed")
+    task.cancel("Esc pressed")
     with pytest.raises(asyncio.CancelledError) as cancelled:
         await task
     assert cancelled.value.args == ("Esc pressed",)

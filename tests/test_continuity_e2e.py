@@ -15,7 +15,7 @@ from engine.runtime import Runtime
 from engine.session import fork_thread
 from tests import scripted_server as s
 from tests.cli_support import Env, trove
-from tests.support import client_for, of_kind
+from tests.support import client_for, of_kind, opened
 
 CODE = "ZX-4471-QK"
 CHINESE = "会议改在北京饭店举行"
@@ -97,7 +97,7 @@ def _config(server, **continuity) -> object:
 
 
 async def test_disabled_continuity_creates_no_file_and_offers_no_tools(tmp_path: Path, server):
-    rt = Runtime.open(_config(server, enabled=False), tmp_path, model=client_for(server))
+    rt = opened(Runtime.open(_config(server, enabled=False), tmp_path, model=client_for(server)))
     for prompt in ("one", "two"):
         rt.driver.send(prompt)
         await asyncio.wait_for(rt.driver.when_idle(), 5)
@@ -109,7 +109,7 @@ async def test_disabled_continuity_creates_no_file_and_offers_no_tools(tmp_path:
 
 
 async def test_storage_failure_keeps_the_summary(tmp_path: Path, server):
-    rt = Runtime.open(_config(server), tmp_path, model=client_for(server))
+    rt = opened(Runtime.open(_config(server), tmp_path, model=client_for(server)))
     for prompt in ("one", "two"):
         rt.driver.send(prompt)
         await asyncio.wait_for(rt.driver.when_idle(), 5)
@@ -123,7 +123,7 @@ async def test_storage_failure_keeps_the_summary(tmp_path: Path, server):
 
 
 async def test_fork_copies_messages_and_notes_but_not_the_archive(tmp_path: Path, server):
-    rt = Runtime.open(_config(server), tmp_path, model=client_for(server))
+    rt = opened(Runtime.open(_config(server), tmp_path, model=client_for(server)))
     for prompt in (f"code {CODE}", "two"):
         rt.driver.send(prompt)
         await asyncio.wait_for(rt.driver.when_idle(), 5)
@@ -140,7 +140,9 @@ async def test_fork_copies_messages_and_notes_but_not_the_archive(tmp_path: Path
     child = fork_thread(tmp_path, "local", parent)
     child_dir = tmp_path / "users" / "local" / "threads" / child
     assert not (child_dir / "task-history").exists()
-    forked = Runtime.open(_config(server), tmp_path, thread_id=child, model=client_for(server))
+    forked = opened(
+        Runtime.open(_config(server), tmp_path, thread_id=child, model=client_for(server))
+    )
     assert forked.driver.surface.messages() == messages
     report = cli_notes(tmp_path, "local", child)
     assert report["notes"][0]["content"] == CODE

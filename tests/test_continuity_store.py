@@ -84,12 +84,27 @@ def test_exact_latin_code_and_cjk_phrase_are_found_and_read_back(path: Path) -> 
 
 
 def test_fts_syntax_in_a_query_is_data(path: Path) -> None:
+    """FTS5 operators in a query are searched as the words they are: no syntax error, no
+    column filter, no NOT/OR/prefix semantics; a query of operators alone finds nothing."""
     store = ArchiveStore(path, cfg())
-    store.capture(1, [rec(1, 'he said " OR * NOT NEAR( x ) to the parser')])
-    for query in ['" OR * NOT NEAR( x )', "NEAR(", '"', "*", "a AND", "col:x", "^x", "-x"]:
-        hits = store.search(query, batch_ids=[1])
-        assert isinstance(hits, list)
-    assert store.search('" OR * NOT NEAR( x )', batch_ids=[1])[0].every
+    parser = rec(1, 'he said " OR * NOT NEAR( x ) to the parser')
+    plain = rec(2, "column x and a caret")
+    store.capture(1, [parser, plain])
+    expected = {
+        '" OR * NOT NEAR( x )': {(parser.source_id, True)},
+        "NEAR(": {(parser.source_id, True)},  # the word, not an unclosed NEAR group
+        "NOT": {(parser.source_id, True)},  # the word, not a bare operator
+        '"': set(),  # no words: nothing to search, not an unterminated string
+        "*": set(),
+        "a AND": {(plain.source_id, True)},  # the words "a" and "and", not a dangling AND
+        "col:x": {(plain.source_id, False), (parser.source_id, False)},  # not a column filter
+        "^x": {(plain.source_id, True), (parser.source_id, True)},  # not an initial-token anchor
+        "-x": {(plain.source_id, True), (parser.source_id, True)},  # not NOT x
+        "parser OR nothing": {(parser.source_id, False)},  # "or" is a term: a partial match
+    }
+    for query, hits in expected.items():
+        found = {(h.source_id, h.every) for h in store.search(query, batch_ids=[1])}
+        assert found == hits, query
     store.close()
 
 

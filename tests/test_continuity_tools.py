@@ -18,7 +18,6 @@ from engine.continuity import (
     build_tools,
     context_builder,
     notebook_message,
-    scope_binding,
     source_id,
 )
 from engine.continuity.cli import cli_notes, cli_read, cli_search, render_notes, render_search
@@ -267,14 +266,27 @@ async def test_omitted_records_reported_from_the_latest_capture(home: Path) -> N
 
 
 async def test_disabled_creates_no_file_and_tools_still_answer(home: Path) -> None:
+    """Without an archive every tool and CLI helper answers from the active history."""
     thread = new_thread(home)
     planted(thread)
+    sid = code_id(thread)
+    text = f"Remember the vault code {CODE} for later."
     ctx = context(thread, None)
-    assert (await call(ctx, "history_search", {"query": CODE}))["results"]
-    notebook_message(ctx)
-    cli_search(home, USER, "t1", CODE)
-    cli_notes(home, USER, "t1")
-    cli_read(home, USER, "t1", code_id(thread))
+    found = await call(ctx, "history_search", {"query": CODE})
+    assert found["status"] == "uninitialized"
+    assert [(h["id"], h["origin"], h["excerpt"]) for h in found["results"]] == [
+        (sid, "active", text)
+    ]
+    page = await call(ctx, "history_read", {"source_id": sid})
+    assert (page["text"], page["origin"], page["next_offset"]) == (text, "active", None)
+    message = notebook_message(ctx)
+    assert message["role"] == "user" and message["content"].startswith("[TASK-CONTINUITY DATA")
+    data = json.loads(message["content"].split("\n", 1)[1])
+    assert data["history"]["status"] == "uninitialized" and data["notes"] == []
+    assert [h["id"] for h in cli_search(home, USER, "t1", CODE)["results"]] == [sid]
+    notes = cli_notes(home, USER, "t1")
+    assert notes["history"]["status"] == "uninitialized" and notes["notes"] == []
+    assert cli_read(home, USER, "t1", sid)["text"] == text
     assert not (thread.dir / "task-history").exists()
 
 
@@ -512,11 +524,28 @@ def test_authority_contract_names_data_not_instructions() -> None:
 
 
 def test_render_search_for_humans(home: Path) -> None:
+    """A status line, then per hit: id, role, where it lives (active or its batch), seq and a
+    truncation mark, with the excerpt indented below; no hits and errors are one line each."""
     thread = new_thread(home)
-    planted(thread)
-    text = render_search(cli_search(home, USER, "t1", CODE))
-    assert CODE in text and "active" in text
-    assert scope_binding(USER, "t1")  # the scope helper is importable from the package
+    planted(thread, long_text="a long marker " + "y " * 100)
+    assert render_search(cli_search(home, USER, "t1", CODE)).splitlines() == [
+        "history: uninitialized (nothing has been compacted yet; only the active history is "
+        "searched)",
+        f"{code_id(thread)}  user  active  seq 1",
+        f"    Remember the vault code {CODE} for later.",
+    ]
+    compact(thread.log, store_for(thread, cfg=config(max_record_chars=60)))
+    assert render_search(cli_search(home, USER, "t1", CODE)).splitlines() == [
+        "history: available",
+        f"{code_id(thread)}  user  batch 1  seq 1",
+        f"    Remember the vault code {CODE} for later.",
+    ]
+    status, hit, excerpt = render_search(cli_search(home, USER, "t1", "marker")).splitlines()
+    assert hit.endswith("  user  batch 1  seq 5 [truncated]")
+    assert excerpt.startswith("    a long marker y y")
+    nothing = render_search(cli_search(home, USER, "t1", "absent"))
+    assert nothing == "history: available\nno matches"
+    assert render_search({"status": "error", "message": "bad query"}) == "error: bad query"
 
 
 async def test_repeated_searches_do_not_crowd_out_the_original(home: Path) -> None:

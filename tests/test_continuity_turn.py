@@ -18,7 +18,7 @@ from engine.continuity.cli import cli_notes
 from engine.driver import Driver
 from engine.tools import ToolBox
 from tests import scripted_server as s
-from tests.support import client_for, of_kind
+from tests.support import client_for, of_kind, opened
 from tests.test_continuity_helpers import USER, compact, new_thread, say, store_for
 
 CODE = "QX-9083-LM"
@@ -32,7 +32,9 @@ async def test_search_read_and_cited_note_in_one_turn(tmp_path: Path, server) ->
     compact(thread.log, store)
     sid = source_id("user", 1, f"The manifest code is {CODE}.")
 
-    driver = Driver(thread.log, client_for(server), system_prompt="sys\n\n" + AUTHORITY_CONTRACT)
+    driver = opened(
+        Driver(thread.log, client_for(server), system_prompt="sys\n\n" + AUTHORITY_CONTRACT)
+    )
     ctx = ContinuityContext.for_log(
         thread.log, driver.surface, store, user_id=USER, thread_id=thread.id
     )

@@ -16,7 +16,7 @@ from engine.config import load_config
 from engine.runtime import Runtime
 from engine.session import Thread
 from tests.crash_child import TYPED_DURING
-from tests.support import client_for, of_kind
+from tests.support import client_for, of_kind, opened
 
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = [
@@ -59,7 +59,7 @@ async def test_killed_during_compaction_loses_nothing(tmp_path, server, step):
     assert child.returncode == -signal.SIGKILL, err.decode()
 
     config = load_config(config_path, home=tmp_path)
-    rt = Runtime.open(config, tmp_path, thread_id="crash", model=client_for(server))
+    rt = opened(Runtime.open(config, tmp_path, thread_id="crash", model=client_for(server)))
     log = rt.thread.log
     assert log.tail.open_compact is None  # a crash's bracket is stale after the end-seed
     said = [e["text"] for e in of_kind(log.events, k.USER_MESSAGE) if "item_id" in e]

@@ -10,7 +10,7 @@ from engine.driver import DriverClosedError
 from engine.log import SessionLog
 from engine.tools import ToolBox
 from tests import scripted_server as s
-from tests.support import echo_tool, kinds, make_driver, of_kind
+from tests.support import echo_tool, first_delta, kinds, make_driver, of_kind
 
 
 async def _settled(driver) -> None:
@@ -187,8 +187,7 @@ async def test_cancel_keeps_partial_reply_and_prompt(tmp_path, server):
     d = make_driver(tmp_path, server)
     d.send("tell me")
     await server.wait_requests(1)
-    while not d.partial_reply:  # the first chunk is on its way
-        await asyncio.sleep(0.005)
+    await first_delta(d)  # the first chunk has arrived
     assert d.cancel()
     await _settled(d)
     server.release()
@@ -295,8 +294,8 @@ async def test_undelivered_input_survives_a_crash_quietly(tmp_path, server):
     release = None  # noqa: F841
     log = SessionLog.open(tmp_path / "session.jsonl")
     from engine.driver import Driver
-    from tests.support import client_for
+    from tests.support import client_for, opened
 
-    d2 = Driver(log, client_for(server))
+    d2 = opened(Driver(log, client_for(server)))
     assert [(i.id, i.text, i.waking) for i in d2.inbox] == [(a, "typed before the crash", False)]
     await d2.aclose()

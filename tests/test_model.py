@@ -276,9 +276,21 @@ async def test_read_timeout(server: ScriptedServer) -> None:
     _assert_one_line(info.value)
 
 
-async def test_aclose_without_request_is_harmless() -> None:
-    mc = ModelClient(base_url=None, api_key=None, model="m")
-    await mc.aclose()
+async def test_aclose_without_request_is_harmless(server: ScriptedServer) -> None:
+    """Closing a client that never sent anything raises nothing and sends nothing, may be
+    repeated, and leaves it usable: an app that switches threads reuses one client."""
+    await ModelClient(base_url=None, api_key=None, model="m").aclose()  # not even configured
+    mc = ModelClient(base_url=server.base_url, api_key="k", model="m", max_retries=0)
+    try:
+        await mc.aclose()
+        await mc.aclose()
+        assert server.requests == []
+        assert (await mc.complete(MESSAGES)).content == "echo: hello there"
+        await mc.aclose()
+        assert (await mc.complete(MESSAGES)).content == "echo: hello there"
+    finally:
+        await mc.aclose()
+    assert len(server.requests) == 2
 
 
 def test_openai_imported_lazily() -> None:

@@ -19,7 +19,7 @@ from engine.model import ModelClient, ModelError
 from tests import scripted_server as s
 from tests.cli_support import Env, trove
 from tests.scripted_server import ScriptedServer
-from tests.support import client_for, of_kind
+from tests.support import client_for, of_kind, opened
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 STALL_TIMEOUT = 0.3
@@ -136,7 +136,7 @@ async def test_a_failed_stream_keeps_its_partial_reply_marked_interrupted(
 ) -> None:
     server.script(fault, s.text("the next answer"))
     log = SessionLog.open(tmp_path / "session.jsonl")
-    driver = Driver(log, client_for(server, timeout=STALL_TIMEOUT))
+    driver = opened(Driver(log, client_for(server, timeout=STALL_TIMEOUT)))
     await _run_one(driver)
     replies, end = _last_turn(log.events)
     assert len(replies) == 1
@@ -161,7 +161,7 @@ async def test_an_empty_answer_ends_the_turn_with_a_notice_and_logs_no_reply(
 ) -> None:
     server.script(s.choiceless())
     log = SessionLog.open(tmp_path / "session.jsonl")
-    driver = Driver(log, client_for(server))
+    driver = opened(Driver(log, client_for(server)))
     await _run_one(driver)
     replies, end = _last_turn(log.events)
     assert replies == []

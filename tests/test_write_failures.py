@@ -24,7 +24,7 @@ from engine.driver import Driver
 from engine.log import LogWriteError, SessionLog, read_events
 from tests import scripted_server as s
 from tests.cli_support import REPO, _clean_env
-from tests.support import client_for, of_kind
+from tests.support import client_for, of_kind, opened
 
 
 class Disk:
@@ -66,7 +66,7 @@ class Failures:
 
 def _driver(tmp_path: Path, server) -> tuple[Driver, Disk, Failures]:
     log = SessionLog.open(tmp_path / "session.jsonl")
-    driver = Driver(log, client_for(server))
+    driver = opened(Driver(log, client_for(server)))
     failures = Failures()
     driver.observers.append(failures)
     return driver, Disk(log), failures

@@ -29,9 +29,8 @@ class QueueItemRemove(Message):
 
 
 class OpenBatch(Message):
-    """Show a compacted batch (or a checkpoint's span) in the archive inspector."""
+    """Show a compacted batch in the archive inspector (None: not archived yet)."""
 
-    def __init__(self, batch: int | None, checkpoint_seq: int | None = None) -> None:
+    def __init__(self, batch: int | None) -> None:
         super().__init__()
         self.batch = batch
-        self.checkpoint_seq = checkpoint_seq

@@ -6,11 +6,10 @@ bracket in the session log is the only lock.
 """
 
 from engine.compaction.errors import CompactionCancelled, CompactionError, ErrorKind
-from engine.compaction.service import AbortSignal, CompactService
+from engine.compaction.service import CompactService
 from engine.compaction.transaction import CompactOutcome, InvalidRangeError, Region, run_region
 
 __all__ = [
-    "AbortSignal",
     "CompactOutcome",
     "CompactionCancelled",
     "CompactService",

@@ -7,8 +7,6 @@ live in `run_region`.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -28,33 +26,9 @@ from engine.surface import Entry
 if TYPE_CHECKING:
     from engine.driver import Driver
 
-__all__ = ["AbortSignal", "CompactOutcome", "CompactService", "InvalidRangeError"]
+__all__ = ["CompactOutcome", "CompactService", "InvalidRangeError"]
 
 Capture = Callable[[int, list[Entry]], Awaitable[dict[str, Any]]]
-
-
-class AbortSignal:
-    """A cancellation request with a reason, like the seed's AbortSignal.
-
-    Aborting it cancels the summary call; the transaction still closes its
-    bracket and flushes, then raises CancelledError carrying this reason.
-    """
-
-    def __init__(self) -> None:
-        self._event = asyncio.Event()
-        self.reason: str | None = None
-
-    @property
-    def aborted(self) -> bool:
-        return self._event.is_set()
-
-    def abort(self, reason: str = "aborted") -> None:
-        if not self._event.is_set():
-            self.reason = reason
-            self._event.set()
-
-    async def wait(self) -> None:
-        await self._event.wait()
 
 
 class CompactService:
@@ -74,50 +48,25 @@ class CompactService:
         self.capture = capture
         self.last_error: CompactionError | None = None
 
-    async def _summarize(self, entries: list[Entry], signal: AbortSignal | None) -> Any:
-        request = self.model.complete(summary_request(entries), model=self.config.model)
-        call = asyncio.ensure_future(request)
+    async def _summarize(self, entries: list[Entry]) -> Any:
         try:
-            if signal is None:
-                return await call
-            waiter = asyncio.ensure_future(signal.wait())
-            try:
-                await asyncio.wait({call, waiter}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                waiter.cancel()
-            if not call.done():
-                call.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await call
-                raise asyncio.CancelledError(signal.reason)
-            return call.result()
+            return await self.model.complete(summary_request(entries), model=self.config.model)
         except ModelError as exc:
             raise CompactionError("summary", str(exc)) from exc
-        finally:
-            if not call.done():
-                call.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await call
 
-    async def _run(
-        self, agent: Driver, span: Span, region: Region, signal: AbortSignal | None = None
-    ) -> CompactOutcome:
-        if signal is not None and signal.aborted:
-            raise asyncio.CancelledError(signal.reason)
+    async def _run(self, agent: Driver, span: Span, region: Region) -> CompactOutcome:
         return await run_region(
             agent.log,
             agent.surface,
             span,
             region,
-            summarize=lambda entries: self._summarize(entries, signal),
+            summarize=self._summarize,
             capture=self.capture,
         )
 
     # -- manual ---------------------------------------------------------------
 
-    async def compact_now(
-        self, agent: Driver, signal: AbortSignal | None = None
-    ) -> CompactOutcome | None:
+    async def compact_now(self, agent: Driver) -> CompactOutcome | None:
         """/compact: between turns, without spending a model turn.
 
         Admission is reserved first, so a prompt sent meanwhile queues with
@@ -131,7 +80,7 @@ class CompactService:
             span = select_range(agent.surface, self.config.keep_recent_tokens)
             if span is None:
                 return None
-            return await self._run(agent, span, Region(None, "span", flush=True), signal)
+            return await self._run(agent, span, Region(None, "span", flush=True))
         finally:
             release()
 
@@ -144,14 +93,13 @@ class CompactService:
         last_seq: int,
         *,
         flush: bool = False,
-        signal: AbortSignal | None = None,
     ) -> CompactOutcome:
         span = range_span(agent.surface, first_seq, last_seq)
         if span is None:
             raise InvalidRangeError(f"no messages between seq {first_seq} and {last_seq}")
         tail = agent.log.tail
         owner = tail.open_turn["turn"] if tail.open_turn else tail.last_turn
-        return await self._run(agent, span, Region(owner, "surface", flush), signal)
+        return await self._run(agent, span, Region(owner, "surface", flush))
 
     # -- automatic: TurnHooks -------------------------------------------------
 

@@ -8,7 +8,7 @@ tests/tui/__snapshots__, which is a link to the repository's snapshots/.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,22 +52,57 @@ def make_app(home: Path, server: Any, *, configured: bool = True, **compaction: 
     return app
 
 
-async def settle(pilot: Pilot[Any]) -> None:
-    """Wait for the engine to go idle and the transcript to finish rendering."""
-    app = pilot.app
-    await pilot.pause()
-    runtime = app.runtime  # type: ignore[attr-defined]
+LIMIT = 10.0
+"""Seconds any one wait in a test may take before it fails (a bound, never a delay)."""
+ROUNDS = 500
+"""Rounds of the event loop `settle` allows before it reports what is still busy."""
+
+
+async def _in_flight(app: TroveApp) -> list[Awaitable[Any]]:
+    """What the app is still doing: an engine that is not idle, transcript renders (a
+    reply's final render among them) and slash commands. Empty: nothing is in flight."""
+    waits: list[Awaitable[Any]] = []
+    runtime = app.runtime
     if runtime is not None:
-        await asyncio.wait_for(runtime.driver.when_idle(), 10)
-    transcript = app.query_one(Transcript)
-    for _ in range(3):
-        if transcript._pending:
-            await asyncio.gather(*transcript._pending, return_exceptions=True)
+        idle = asyncio.ensure_future(runtime.driver.when_idle())
+        await asyncio.sleep(0)  # one step: an idle driver resolves at once
+        if idle.done():
+            idle.result()
+        else:
+            waits.append(idle)
+    waits.extend(app.query_one(Transcript)._pending)
+    waits.extend(w.wait() for w in app.workers if w.group == "commands" and not w.is_finished)
+    return waits
+
+
+async def settle(pilot: Pilot[Any]) -> None:
+    """Wait until the app is quiet: its thread is open, the engine idle, and no transcript
+    render or command is in flight after the widgets have handled their messages.
+
+    It waits on that state (each wait bounded by LIMIT), not on a number of ticks: work
+    that starts more work (a command that opens a thread, a reply whose end renders it
+    again) is waited for however many rounds it takes.
+    """
+    app: TroveApp = pilot.app  # type: ignore[assignment]
+    for _ in range(ROUNDS):
         await pilot.pause()
-    workers = [w for w in app.workers if w.group == "commands"]
-    for worker in workers:
-        await worker.wait()
-    await pilot.pause()
+        if app.runtime is None:  # the thread is still being opened off the loop
+            continue
+        waits = await _in_flight(app)
+        if not waits:
+            return
+        await asyncio.wait_for(asyncio.gather(*waits, return_exceptions=True), LIMIT)
+    opened = "open" if app.runtime is not None else "still not open"
+    raise AssertionError(f"the app never settled (its thread is {opened})")
+
+
+async def until(pilot: Pilot[Any], ready: Callable[[], bool]) -> None:
+    """Let the app run until `ready()` holds (a state wait, bounded by ROUNDS, no sleeps)."""
+    for _ in range(ROUNDS):
+        if ready():
+            return
+        await pilot.pause()
+    raise AssertionError("the app never reached the awaited state")
 
 
 async def type_text(pilot: Pilot[Any], text: str) -> None:

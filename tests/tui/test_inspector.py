@@ -169,6 +169,10 @@ def archived(app_factory: Any) -> TroveApp:
 
 
 def test_inspector_batches_tab(snap_compare, app_factory, server):
+    """Ctrl+O after a compaction: the transcript on the left, the inspector on the right on
+    its Batches tab: history "available", batch 1 (4 messages, stored, 0/1 left/cut) and its
+    four sources oldest first, the 6,000-character runbook marked truncated."""
+
     async def run_before(pilot: Any) -> None:
         await archive_scenario(pilot, server)
         await open_inspector(pilot)
@@ -177,6 +181,10 @@ def test_inspector_batches_tab(snap_compare, app_factory, server):
 
 
 def test_inspector_search_tab(snap_compare, app_factory, server):
+    """A search for the deploy code: "3 matches", the archived runbook first with the code
+    highlighted in its excerpt, then the tool result that copied it (marked as a copy made by
+    the model's history tools)."""
+
     async def run_before(pilot: Any) -> None:
         await archive_scenario(pilot, server)
         await open_inspector(pilot)
@@ -186,6 +194,10 @@ def test_inspector_search_tab(snap_compare, app_factory, server):
 
 
 def test_inspector_reader_page_two(snap_compare, app_factory, server):
+    """Enter on the match opens the Reader on page 2 of 2 (characters 4,001-6,000), under a
+    warning that the archive kept only the beginning, with the code highlighted in step 055b
+    and "Previous (p)" enabled, "Next (n)" not."""
+
     async def run_before(pilot: Any) -> None:
         await archive_scenario(pilot, server)
         await open_inspector(pilot)
@@ -197,6 +209,10 @@ def test_inspector_reader_page_two(snap_compare, app_factory, server):
 
 
 def test_inspector_notes_with_an_unavailable_citation(snap_compare, app_factory, server):
+    """The Notes tab: deploy-code citing the runbook ("available", Enter opens it) and
+    staging-port citing a source that was never archived ("unavailable ... do not trust the
+    note without re-checking")."""
+
     async def run_before(pilot: Any) -> None:
         await archive_scenario(pilot, server)
         await open_inspector(pilot)
@@ -207,6 +223,9 @@ def test_inspector_notes_with_an_unavailable_citation(snap_compare, app_factory,
 
 
 def test_inspector_full_screen_on_60_columns(snap_compare, app_factory, server):
+    """On 60 columns the inspector takes the whole screen (no transcript beside it), its
+    Batches tab wrapped to fit."""
+
     async def run_before(pilot: Any) -> None:
         await archive_scenario(pilot, server)
         await open_inspector(pilot)
@@ -215,6 +234,9 @@ def test_inspector_full_screen_on_60_columns(snap_compare, app_factory, server):
 
 
 def test_inspector_with_task_continuity_off(snap_compare, app_factory):
+    """task_continuity.enabled: false — the inspector shows one bordered message, "Task
+    continuity is off ... nothing is archived", instead of its tabs."""
+
     async def run_before(pilot: Any) -> None:
         await settle(pilot)
         await open_inspector(pilot)
@@ -309,7 +331,7 @@ async def test_checkpoint_enter_opens_its_batch(app_factory, server):
     async with app.run_test(size=SIZE) as pilot:
         await archive_scenario(pilot, server)
         block = app.query_one(CheckpointBlock)
-        assert block.batch == 1
+        assert block.batch_id == 1
         block.focus()
         await pilot.press("enter")
         await idle(pilot)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from engine import log as k
 from tests import scripted_server as s
 from tests.support import chat_messages, of_kind
-from tests.tui.conftest import say, settle, type_text
+from tests.tui.conftest import say, settle, type_text, until
 from tui.widgets.chat_message import Notice
 from tui.widgets.prompt_input import PromptInput
 from tui.widgets.status_strip import QueueList
@@ -120,8 +118,7 @@ async def test_escape_cancels_the_running_reply(app_factory, server):
         await type_text(pilot, "tell me")
         await pilot.press("enter")
         await server.wait_requests(1)
-        while not app.runtime.driver.partial_reply:
-            await asyncio.sleep(0.01)
+        await until(pilot, lambda: bool(app.runtime.driver.partial_reply))
         assert app.check_action("cancel", ()) is True
         await pilot.press("escape")
         await settle(pilot)
@@ -227,7 +224,9 @@ async def test_keys_typed_right_after_enter_are_kept(app_factory, server):
         await settle(pilot)
         prompt = app.query_one(PromptInput)
         for key, char in [("h", "h"), ("i", "i"), ("enter", None), ("x", "x"), ("y", "y")]:
-            prompt.post_message(events.Key(key, char))  # a burst, as from a fast typist
+            # A burst, as from a fast typist: queued on the app, the way a terminal's keys
+            # arrive, so the prompt's bindings see them as they would see real ones.
+            app.post_message(events.Key(key, char))
         await settle(pilot)
         assert prompt.text == "xy"
         sent = [e["text"] for e in of_kind(app.runtime.thread.log.events, k.USER_MESSAGE)]
@@ -354,3 +353,50 @@ async def test_a_thread_open_in_another_process_opens_read_only(app_factory, tmp
         assert holder.log.path.read_bytes().startswith(before)
     finally:
         holder.close()
+
+
+async def test_prompt_keys_edit_complete_and_recall(app_factory, server):
+    """The prompt's key map: new lines, Up/Down move within a long prompt and recall history
+    only from its first/last line, the slash menu follows Up/Down and Tab/Enter/Esc, and Tab
+    without the menu moves the focus on."""
+    from tui.widgets.slash_menu import SlashMenu
+
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        prompt, menu = app.query_one(PromptInput), app.query_one(SlashMenu)
+        await say(pilot, "earlier prompt")
+        await type_text(pilot, "a")
+        await pilot.press("shift+enter", "b", "ctrl+j", "c")
+        assert prompt.text == "a\nb\nc"
+        await pilot.press("up")  # from the last line: the cursor moves, no recall
+        assert prompt.text == "a\nb\nc" and prompt.cursor_location[0] == 1
+        await pilot.press("up", "up")  # on the first line: the history
+        assert prompt.text == "earlier prompt"
+        await pilot.press("down")  # back to the draft
+        assert prompt.text == "a\nb\nc"
+        prompt.clear()
+        await type_text(pilot, "/c")
+        await pilot.pause()
+        assert menu.is_open and menu.chosen == "compact"
+        await pilot.press("down")
+        assert menu.chosen == "copy"
+        await pilot.press("up")
+        assert menu.chosen == "compact"
+        await pilot.press("escape")
+        assert not menu.is_open and prompt.text == "/c"
+        prompt.clear()
+        await type_text(pilot, "/hel")
+        await pilot.pause()
+        await pilot.press("tab")
+        assert prompt.text == "/help" and prompt.has_focus
+        prompt.clear()
+        await type_text(pilot, "/hel")
+        await pilot.pause()
+        await pilot.press("enter")  # picks and sends
+        await settle(pilot)
+        assert "/compact" in str(app.screen.query_one("#help-text").render())
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("tab")
+        assert not prompt.has_focus

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 
 from textual.app import App
-from textual.widgets._markdown import MarkdownBlock
+from textual.widgets.markdown import MarkdownBlock
 
 from tui.widgets.assistant_message import AssistantMessage
 

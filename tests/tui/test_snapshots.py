@@ -11,6 +11,9 @@ SIZE = (100, 32)
 
 
 def test_empty_app(snap_compare, app_factory):
+    """A new thread: the title bar (thread t-snapshot, scripted-model, context 0%), an empty
+    transcript, the focused prompt at the bottom and the footer's keys."""
+
     async def run_before(pilot: Any) -> None:
         await settle(pilot)
 
@@ -18,6 +21,10 @@ def test_empty_app(snap_compare, app_factory):
 
 
 def test_first_run_without_a_model(snap_compare, app_factory):
+    """No model configured: a bordered first-run panel saying how to set one up (an OpenAI
+    key, another server with its config.yaml snippet, the offline model), with the config
+    file's path; the prompt below still works."""
+
     async def run_before(pilot: Any) -> None:
         await settle(pilot)
 
@@ -25,6 +32,9 @@ def test_first_run_without_a_model(snap_compare, app_factory):
 
 
 def test_conversation_with_a_checkpoint(snap_compare, app_factory, server):
+    """Two exchanges (the first reply with **France** in bold), then a bordered checkpoint
+    "4 messages compacted — archived as batch 1" with its summary, the green "Compacted 4
+    messages ..." notice, and the exchange about Lyon after it."""
     server.script(
         s.text("Paris is the capital of **France**."),
         s.text("It has about 2.1 million inhabitants."),
@@ -43,6 +53,9 @@ def test_conversation_with_a_checkpoint(snap_compare, app_factory, server):
 
 
 def test_help_screen(snap_compare, app_factory):
+    """/help opens a dialog over the dimmed app listing every command with its summary,
+    then the keys and what they do."""
+
     async def run_before(pilot: Any) -> None:
         await settle(pilot)
         await say(pilot, "/help")
@@ -51,6 +64,9 @@ def test_help_screen(snap_compare, app_factory):
 
 
 def test_slash_completion_open(snap_compare, app_factory):
+    """Typing "/c" opens a menu above the prompt with /compact (highlighted) and /copy, each
+    with its summary."""
+
     async def run_before(pilot: Any) -> None:
         await settle(pilot)
         await type_text(pilot, "/c")
@@ -60,7 +76,10 @@ def test_slash_completion_open(snap_compare, app_factory):
 
 
 def test_compaction_in_flight_with_queued_prompt_and_injection(snap_compare, app_factory, server):
-    """The seed's terminal scenario, frozen while the summary is held."""
+    """The seed's terminal scenario, frozen while the summary is held: both exchanges, the
+    injected context (labelled "context"), the "compacting — Esc cancels; you can keep
+    typing" indicator, "1. [queued] typed while compacting" above an empty prompt, and Esc
+    Cancel in the footer."""
     server.script(s.text("first answer"), s.text("second answer"), s.text("summary", hold="before"))
 
     async def run_before(pilot: Any) -> None:
@@ -79,6 +98,8 @@ def test_compaction_in_flight_with_queued_prompt_and_injection(snap_compare, app
 
 
 def test_busy_error_notice(snap_compare, app_factory, server):
+    """/compact while a compaction is open in the log: a red notice "Compaction is busy:
+    ... Nothing was written" under the two exchanges, and the compacting indicator."""
     server.script(s.text("one"), s.text("two"))
 
     async def run_before(pilot: Any) -> None:
@@ -93,6 +114,8 @@ def test_busy_error_notice(snap_compare, app_factory, server):
 
 
 def test_narrow_terminal(snap_compare, app_factory, server):
+    """60 columns: the title bar fits on one line and the whole reply wraps word by word,
+    its last word ("word.") on the second line."""
     server.script(s.text("A reply that has to wrap on a narrow terminal, word by word."))
 
     async def run_before(pilot: Any) -> None:

@@ -10,7 +10,6 @@ text Ctrl+Y copies.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from textual import events
@@ -28,7 +27,7 @@ from tests.test_terminal_safety import (
     UNSAFE,
     VISIBLE,
 )
-from tests.tui.conftest import say, settle
+from tests.tui.conftest import say, settle, until
 from tests.tui.test_inspector import idle, open_inspector
 from tui.inspector.reader_tab import ReaderTab
 from tui.inspector.search_tab import SearchTab
@@ -59,15 +58,6 @@ def assert_screen_clean(pilot: Pilot[Any], *visible: str) -> str:
     for words in visible:
         assert " ".join(words.split()) in flat, f"{words!r} not on screen"
     return text
-
-
-async def until(pilot: Pilot[Any], ready: Callable[[], bool]) -> None:
-    """Let the app run until `ready()` holds (a state wait, bounded, no sleeps)."""
-    for _ in range(500):
-        if ready():
-            return
-        await pilot.pause()
-    raise AssertionError("the app never reached the awaited state")
 
 
 async def send(pilot: Pilot[Any], text: str) -> None:

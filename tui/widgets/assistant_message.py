@@ -2,9 +2,10 @@
 
 MarkdownStream merges fragments that arrive faster than they can be
 rendered, so a fast model never builds a backlog and the document is never
-re-rendered per token. Imported on the first reply, not at launch. The text
-shown (and copied) is the reply made terminal-safe; an escape sequence split
-across deltas is held back until it is whole, then dropped.
+re-rendered per token; it is the only buffer. Imported on the first reply,
+not at launch. The text shown (and copied) is the reply made terminal-safe;
+an escape sequence split across deltas is held back until it is whole, then
+dropped.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import asyncio
 
 from textual.widgets import Markdown
-from textual.widgets._markdown import MarkdownStream
+from textual.widgets.markdown import MarkdownStream
 
 from engine.safe_text import SafeStream, safe_text
 
@@ -35,9 +36,8 @@ class AssistantMessage(Markdown):
         self.text = text
         self._safe = SafeStream()
         self._stream: MarkdownStream | None = None
-        self._pending: list[str] = []
-        self._wake = asyncio.Event()
-        self._pump: asyncio.Task[None] | None = None
+        self._writes: set[asyncio.Task[None]] = set()
+        """Hand-offs to the stream not yet run; tasks start in order, so fragments keep theirs."""
 
     def write(self, fragment: str) -> None:
         """Called per delta from the engine; returns at once, never awaits rendering."""
@@ -45,40 +45,30 @@ class AssistantMessage(Markdown):
         if not fragment:
             return
         self.text += fragment
-        self._pending.append(fragment)
-        self._wake.set()
-        if self._pump is None:
+        if self._stream is None:
             self._stream = Markdown.get_stream(self)
-            self._pump = asyncio.create_task(self._run())
-
-    async def _run(self) -> None:
-        assert self._stream is not None
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            chunk = "".join(self._pending)
-            self._pending.clear()
-            await self._stream.write(chunk)
+        task = asyncio.ensure_future(self._stream.write(fragment))
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
 
     async def finish(
         self, text: str, *, cancelled: bool = False, interrupted: bool = False
     ) -> None:
         """The final text from the log wins over whatever the stream showed.
 
-        After streaming, the whole text is rendered once more: the pump may be
-        cancelled before it ever ran (the reply ended in the same tick as its
-        last delta), and stopping a MarkdownStream mid-append can leave an
+        After streaming, the whole text is rendered once more: the reply may
+        end in the same tick as its last delta (before the stream ever
+        rendered it), and stopping a MarkdownStream mid-append can leave an
         append that lands after the stream's last one, showing a stale tail.
         """
         text = safe_text(text)
-        pump, self._pump = self._pump, None
-        if pump is not None:
-            pump.cancel()
-            await asyncio.gather(pump, return_exceptions=True)
-            if self._stream is not None:
-                await self._stream.stop()
-                self._stream = None
-            self._pending.clear()
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            writes = list(self._writes)
+            for task in writes:
+                task.cancel()  # the full render below shows their text
+            await asyncio.gather(*writes, return_exceptions=True)
+            await stream.stop()
             # An append the stop interrupted is already scheduled: let it take the
             # document lock first, so the full render below comes after it.
             await asyncio.sleep(0)

@@ -25,7 +25,8 @@ class CheckpointBlock(Widget, can_focus=True):
     """
     BINDINGS = [("enter", "open", "Open in inspector")]
 
-    batch: reactive[int | None] = reactive(None)
+    batch_id: reactive[int | None] = reactive(None)
+    """The archive batch holding the originals (not `batch`: that is `Widget.batch()`)."""
     archive_note: reactive[str] = reactive("")
 
     def __init__(self, *, seq: int, count: int, summary: str) -> None:
@@ -35,8 +36,8 @@ class CheckpointBlock(Widget, can_focus=True):
         self.summary = safe_text(summary)  # the summary model's words, shown as data
 
     def render(self) -> Content:
-        if self.batch is not None:
-            where = f"archived as batch {self.batch}"
+        if self.batch_id is not None:
+            where = f"archived as batch {self.batch_id}"
         else:
             where = self.archive_note or "archiving…"
         head = Content.assemble(
@@ -50,4 +51,4 @@ class CheckpointBlock(Widget, can_focus=True):
         self.action_open()
 
     def action_open(self) -> None:
-        self.post_message(OpenBatch(self.batch, self.seq))
+        self.post_message(OpenBatch(self.batch_id))

@@ -10,14 +10,15 @@ pasted text are made terminal-safe: the prompt draws what it holds, raw.
 from __future__ import annotations
 
 from textual import events
+from textual.binding import Binding
 from textual.widgets import TextArea
 
 from engine.safe_text import safe_text
 from tui.messages import PromptSubmitted
 from tui.widgets.slash_menu import SlashMenu
 
-NEWLINE_KEYS = ("shift+enter", "ctrl+j")
-STEER_KEYS = ("alt+enter", "ctrl+enter")
+NEWLINE_KEYS = "shift+enter,ctrl+j"
+STEER_KEYS = "alt+enter,ctrl+enter"
 
 
 class PromptInput(TextArea):
@@ -31,6 +32,17 @@ class PromptInput(TextArea):
     }
     PromptInput:focus { border: tall $primary; }
     """
+    # Priority: TextArea's own key handler would otherwise insert Enter as a newline
+    # before a binding is consulted.
+    BINDINGS = [
+        Binding("enter", "send", "Send", show=False, priority=True),
+        Binding(STEER_KEYS, "steer", "Steer", show=False, priority=True),
+        Binding(NEWLINE_KEYS, "newline", "New line", show=False, priority=True),
+        Binding("up", "up", show=False, priority=True),
+        Binding("down", "down", show=False, priority=True),
+        Binding("tab", "pick", show=False, priority=True),
+        Binding("escape", "close_menu", show=False, priority=True),
+    ]
 
     def __init__(self, *, prompt_history: list[str] | None = None, id: str | None = None) -> None:
         super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus")
@@ -42,21 +54,18 @@ class PromptInput(TextArea):
         """The completion menu this prompt drives while it is visible."""
         self.editing_item: int | None = None
 
-    def _complete(self, menu: SlashMenu, key: str) -> None:
-        if key == "up":
-            menu.action_cursor_up()
-        elif key == "down":
-            menu.action_cursor_down()
-        elif key == "escape":
-            menu.hide()
-        else:
-            chosen = menu.chosen
-            menu.hide()
-            if chosen is None:
-                return
-            self.set_value(f"/{chosen}")
-            if key == "enter":
-                self._submit(steer=False)
+    def _open_menu(self) -> SlashMenu | None:
+        menu = self.menu
+        return menu if menu is not None and menu.is_open else None
+
+    def _pick(self, menu: SlashMenu, *, send: bool) -> None:
+        chosen = menu.chosen
+        menu.hide()
+        if chosen is None:
+            return
+        self.set_value(f"/{chosen}")
+        if send:
+            self._submit(steer=False)
 
     @property
     def first_line(self) -> bool:
@@ -111,35 +120,67 @@ class PromptInput(TextArea):
         self.set_value(self.prompt_history[self._history_index])
         return True
 
-    async def _on_key(self, event: events.Key) -> None:
-        key = event.key
-        menu = self.menu
-        if menu is not None and menu.visible and key in ("up", "down", "tab", "enter", "escape"):
-            event.stop()
-            event.prevent_default()
-            self._complete(menu, key)
-            return
-        if key == "enter":
-            event.stop()
-            event.prevent_default()
+    # -- key actions (see BINDINGS) ----------------------------------------------------
+    #
+    # A priority binding runs while the app handles the key, but the characters typed
+    # before it are still waiting in this widget's queue: each action therefore queues
+    # its work behind them (call_later), so "hi<Enter>x" typed in one burst sends "hi"
+    # and keeps "x".
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("pick", "close_menu"):
+            # Without the menu, Tab moves the focus and Esc reaches the app (cancel).
+            return self._open_menu() is not None
+        return True
+
+    def action_send(self) -> None:
+        self.call_later(self._send)
+
+    def action_steer(self) -> None:
+        self.call_later(self._submit, steer=True)
+
+    def action_newline(self) -> None:
+        self.call_later(self.insert, "\n")
+
+    def action_up(self) -> None:
+        self.call_later(self._up)
+
+    def action_down(self) -> None:
+        self.call_later(self._down)
+
+    def action_pick(self) -> None:
+        self.call_later(self._pick_open, send=False)
+
+    def action_close_menu(self) -> None:
+        self.call_later(self._close_menu)
+
+    def _send(self) -> None:
+        menu = self._open_menu()
+        if menu is not None:
+            self._pick(menu, send=True)
+        else:
             self._submit(steer=False)
-            return
-        if key in STEER_KEYS:
-            event.stop()
-            event.prevent_default()
-            self._submit(steer=True)
-            return
-        if key in NEWLINE_KEYS:
-            event.stop()
-            event.prevent_default()
-            self.insert("\n")
-            return
-        if key == "up" and self.first_line and self._recall(-1):
-            event.stop()
-            event.prevent_default()
-            return
-        if key == "down" and self.last_line and self._recall(+1):
-            event.stop()
-            event.prevent_default()
-            return
-        await super()._on_key(event)
+
+    def _up(self) -> None:
+        menu = self._open_menu()
+        if menu is not None:
+            menu.action_cursor_up()
+        elif not (self.first_line and self._recall(-1)):
+            self.action_cursor_up()
+
+    def _down(self) -> None:
+        menu = self._open_menu()
+        if menu is not None:
+            menu.action_cursor_down()
+        elif not (self.last_line and self._recall(+1)):
+            self.action_cursor_down()
+
+    def _pick_open(self, *, send: bool) -> None:
+        menu = self._open_menu()
+        if menu is not None:
+            self._pick(menu, send=send)
+
+    def _close_menu(self) -> None:
+        menu = self._open_menu()
+        if menu is not None:
+            menu.hide()

@@ -41,7 +41,8 @@ class SlashMenu(OptionList):
         self.remove_class("-visible")
 
     @property
-    def visible(self) -> bool:
+    def is_open(self) -> bool:
+        """Offering completions (not `visible`: that is `DOMNode.visible`, the CSS property)."""
         return self.has_class("-visible")
 
     @property

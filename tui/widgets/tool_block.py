@@ -5,7 +5,6 @@ Name, arguments and result come from the model and the tools: shown made safe.
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
 from textual.content import Content
 from textual.widgets import Collapsible, Static
 
@@ -36,9 +35,6 @@ class ToolBlock(Collapsible):
         self.tool_name = name
         self.arguments = arguments
         self.result: str | None = None
-
-    def compose(self) -> ComposeResult:
-        yield from super().compose()
 
     def on_mount(self) -> None:
         self.query_one(Collapsible.Contents).mount(

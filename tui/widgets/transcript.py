@@ -159,7 +159,7 @@ class Transcript(VerticalScroll):
             archive = event.get("archive")
             if block is not None:
                 if isinstance(archive, dict) and isinstance(archive.get("batch"), int):
-                    block.batch = archive["batch"]
+                    block.batch_id = archive["batch"]
                 else:
                     block.archive_note = "not archived (history unavailable)"
             return []
@@ -171,7 +171,7 @@ class Transcript(VerticalScroll):
                 and isinstance(archive, dict)
                 and isinstance(archive.get("batch"), int)
             ):
-                block.batch = archive["batch"]
+                block.batch_id = archive["batch"]
                 block.archive_note = ""
             return []
         return []
