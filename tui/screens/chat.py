@@ -65,6 +65,11 @@ class ChatScreen(Screen[None]):
     class Ready(Message):
         """The screen is composed: a thread can be shown now."""
 
+    @dataclass
+    class ShowNotice(Message, bubble=False):
+        text: str
+        variant: str = ""
+
     def __init__(self, settings: ChatSettings) -> None:
         super().__init__(id="_default")
         self.settings = settings
@@ -131,6 +136,14 @@ class ChatScreen(Screen[None]):
             self.runtime = None
 
     def notice(self, text: str, variant: str = "") -> None:
+        """A notice from outside the engine's flow (a command's result): it is queued behind
+        what the engine said before it, so it lands after, e.g., the checkpoint /compact wrote."""
+        self.post_message(self.ShowNotice(text, variant))
+
+    def on_chat_screen_show_notice(self, message: ShowNotice) -> None:
+        self._notice(message.text, message.variant)
+
+    def _notice(self, text: str, variant: str = "") -> None:
         self.query_one(Transcript).notice(text, variant)
 
     def _current(self, message: EngineMessage) -> bool:
@@ -168,7 +181,7 @@ class ChatScreen(Screen[None]):
     def on_engine_failed(self, message: EngineFailed) -> None:
         """The engine could not record a failure in the log (the disk): show it here."""
         if self._current(message):
-            self.notice(f"✗ {message.text}", "error")
+            self._notice(f"✗ {message.text}", "error")
 
     def _on_log_event(self, event: Event) -> None:
         assert self.runtime is not None
@@ -229,7 +242,7 @@ class ChatScreen(Screen[None]):
         if text.lstrip().startswith("//"):
             text = text.lstrip()[1:]
         if not self.settings.configured:
-            self.notice(
+            self._notice(
                 "No model is configured, so this prompt was not sent (it is still in the "
                 "input). See the panel above.",
                 "warning",
@@ -250,7 +263,7 @@ class ChatScreen(Screen[None]):
         except (OSError, DriverClosedError) as exc:
             # Not accepted (a full disk, a read-only view): the text goes back.
             prompt.give_back(text)
-            self.notice(f"Not sent: {exc}. Your text is back in the input.", "error")
+            self._notice(f"Not sent: {exc}. Your text is back in the input.", "error")
 
     @on(QueueItemRemove)
     def _remove_item(self, message: QueueItemRemove) -> None:
@@ -259,7 +272,7 @@ class ChatScreen(Screen[None]):
             try:
                 self.runtime.driver.remove(InboxItemId(message.item_id))
             except OSError as exc:
-                self.notice(f"Not removed: {exc}.", "error")
+                self._notice(f"Not removed: {exc}.", "error")
 
     @on(QueueItemEdit)
     def _edit_item(self, message: QueueItemEdit) -> None:
