@@ -1,9 +1,11 @@
 """Slash commands: direct control of the session, never model input.
 
 A command run is logged as `command/run` … `command/done` and nothing else:
-it never enters the surface and never consumes a turn number. Front ends
-add their own commands (/quit, /archive …) to the same registry, so /help,
-completion and the command palette all read one list.
+it never enters the surface and never consumes a turn number. The engine
+registers every command a thread has (engine.builtin_commands); a front end
+supplies, through its FrontEnd hook, the few whose effect is on its own
+screen (a help screen, a pane, the clipboard), so /help, completion and the
+command palette all read one list in every front end.
 """
 
 from __future__ import annotations
@@ -11,14 +13,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import difflib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from engine import log as k
 from engine.log import LogWriteError, SessionLog
 
 Handler = Callable[[str], Awaitable[str]]
+Show = Literal["result", "quiet"]
+"""What a front end shows of a successful run: its text ("result"), or nothing
+("quiet": the command's effect, a screen or a thread switch, says it). A
+failure's text is always shown."""
 
 
 class CommandError(Exception):
@@ -32,6 +38,7 @@ class Command:
     handler: Handler
     takes_args: bool = False
     usage: str = ""
+    show: Show = "result"
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,26 @@ class CommandResult:
     name: str
     ok: bool
     text: str
+    show: Show = "result"
+
+    @property
+    def shown(self) -> bool:
+        """Whether a front end shows the text: always on failure, else as the command says."""
+        return not self.ok or self.show == "result"
+
+
+class FrontEnd(Protocol):
+    """What a front end supplies to the commands whose effect is on its side."""
+
+    def open_thread(self, thread_id: str | None) -> None:
+        """Switch to this thread (None: a new one) once the running command has returned."""
+
+    def quit(self) -> None:
+        """Leave once the running command has returned."""
+
+    def actions(self) -> Iterable[Command]:
+        """Commands only this front end carries out; one named like an engine command
+        replaces it (a help screen instead of help text)."""
 
 
 def is_command(text: str) -> bool:
@@ -57,17 +84,23 @@ class CommandRegistry:
         self._commands[command.name] = command
 
     def add(
-        self, name: str, summary: str, *, takes_args: bool = False, usage: str = ""
+        self,
+        name: str,
+        summary: str,
+        *,
+        takes_args: bool = False,
+        usage: str = "",
+        show: Show = "result",
     ) -> Callable[[Handler], Handler]:
         """Decorator form of register."""
 
         def wrap(handler: Handler) -> Handler:
-            self.register(Command(name, summary, handler, takes_args, usage))
+            self.register(Command(name, summary, handler, takes_args, usage, show))
             return handler
 
         return wrap
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Command]:
         return iter(sorted(self._commands.values(), key=lambda c: c.name))
 
     def get(self, name: str) -> Command | None:
@@ -113,16 +146,16 @@ class CommandRegistry:
             result = await command.handler(args)
         except CommandError as exc:
             self._done(command, run, error=str(exc))
-            return CommandResult(command.name, False, str(exc))
+            return CommandResult(command.name, False, str(exc), command.show)
         except asyncio.CancelledError:
             self._done(command, run, error="cancelled")
             raise
         except Exception as exc:  # a command bug is reported, not a traceback
             text = f"/{command.name} failed: {type(exc).__name__}: {exc}"
             self._done(command, run, error=text)
-            return CommandResult(command.name, False, text)
+            return CommandResult(command.name, False, text, command.show)
         self._done(command, run, result=result)
-        return CommandResult(command.name, True, result)
+        return CommandResult(command.name, True, result, command.show)
 
     def _done(self, command: Command, run: int | None, **fields: Any) -> None:
         """The lifecycle's end; the result stands even when the disk cannot record it."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NewType, Protocol
 
@@ -90,7 +90,11 @@ class Driver:
         hooks: TurnHooks | None = None,
         context: ContextBuilder | None = None,
         max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
+        surface: Surface | None = None,
+        observers: Sequence[Observer] = (),
     ) -> None:
+        """`surface` is the log's surface when something built before the driver (the
+        continuity context) must share it; it is built from the log otherwise."""
         self.log = log
         self.model = model
         self.tools = tools or ToolBox()
@@ -98,9 +102,9 @@ class Driver:
         self.hooks = hooks
         self.context = context
         self.max_tool_rounds = max_tool_rounds
-        self.surface = Surface.from_events(log.events)
+        self.surface = surface if surface is not None else Surface.from_events(log.events)
         log.projections.insert(0, self.surface.apply)
-        self.observers: list[Observer] = []
+        self.observers: list[Observer] = list(observers)
         self._inbox: list[InboxItem] = []
         self._steering: list[InboxItem] = []
         self._claim: asyncio.Handle | None = None

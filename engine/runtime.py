@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.backend import Backend, choose_backend
-from engine.commands import CommandError, CommandRegistry
-from engine.compaction import CompactionCancelled, CompactionError, CompactService
+from engine.builtin_commands import register_builtins
+from engine.commands import CommandRegistry, FrontEnd
+from engine.compaction import CompactService
 from engine.config import Config
 from engine.continuity import (
     AUTHORITY_CONTRACT,
@@ -26,7 +27,17 @@ from engine.continuity import (
 from engine.continuity.capture import capture_hook
 from engine.driver import Driver
 from engine.model import ModelClient
+from engine.port import (
+    DriverRelay,
+    EngineState,
+    ErrorHook,
+    Listener,
+    Port,
+    Unsubscribe,
+    engine_state,
+)
 from engine.session import Thread
+from engine.surface import Surface
 from engine.thread_lock import ThreadLockedError
 from engine.tools import ToolBox
 
@@ -34,11 +45,6 @@ SYSTEM_PROMPT = (
     "You are a helpful assistant in Trove, a terminal chat app. "
     "Answer clearly and concisely; use Markdown where it helps."
 )
-
-
-def make_model(config: Config) -> ModelClient:
-    """The client for the backend the config and environment select."""
-    return choose_backend(config, os.environ).make_client()
 
 
 def open_thread(
@@ -80,19 +86,8 @@ def _recover_archive(config: Config, thread: Thread) -> None:
         recapture(thread.log, store, user_id=thread.user_id, thread_id=thread.id)
 
 
-def _attach_continuity(
-    config: Config,
-    thread: Thread,
-    driver: Driver,
-    compaction: CompactService,
-    *,
-    tools: bool | None,
-) -> ContinuityContext:
-    """Archive capture on every compaction; notes and history tools for the model.
-
-    With tools off (a model without native tool calls) capture and the
-    inspector still work; only the three tools are not offered.
-    """
+def _continuity(config: Config, thread: Thread, surface: Surface) -> ContinuityContext:
+    """The thread's archive (capture on every compaction) and notes."""
     scope = scope_binding(thread.user_id, thread.id)  # written into the file at creation
     store = ArchiveStore(
         archive_path(thread.dir),
@@ -100,19 +95,9 @@ def _attach_continuity(
         scope=scope,
         readonly=thread.read_only is not None,  # a view of a thread another process writes
     )
-    context = ContinuityContext.for_log(
-        thread.log, driver.surface, store, user_id=thread.user_id, thread_id=thread.id
+    return ContinuityContext.for_log(
+        thread.log, surface, store, user_id=thread.user_id, thread_id=thread.id
     )
-    compaction.capture = capture_hook(context)
-    offer_tools = tools if tools is not None else config.model.tools != "off"
-    if offer_tools:
-        for tool in build_tools(context):
-            driver.tools.add(tool)
-        driver.system_prompt = "\n\n".join(
-            p for p in (driver.system_prompt, AUTHORITY_CONTRACT) if p
-        )
-        driver.context = context_builder(context)
-    return context
 
 
 @dataclass
@@ -125,6 +110,7 @@ class Runtime:
     commands: CommandRegistry
     compaction: CompactService
     continuity: ContinuityContext | None
+    port: Port
     notices: list[str] = field(default_factory=list)
     backend: Backend | None = None
 
@@ -137,10 +123,16 @@ class Runtime:
         thread_id: str | None = None,
         model: ModelClient | None = None,
         backend: Backend | None = None,
+        front_end: FrontEnd | None = None,
     ) -> Runtime:
         """Open (or resume) a thread; must run inside the event loop."""
         return cls.assemble(
-            config, home, open_thread(config, home, thread_id), model=model, backend=backend
+            config,
+            home,
+            open_thread(config, home, thread_id),
+            model=model,
+            backend=backend,
+            front_end=front_end,
         )
 
     @classmethod
@@ -153,62 +145,86 @@ class Runtime:
         model: ModelClient | None = None,
         tools: bool | None = None,
         backend: Backend | None = None,
+        front_end: FrontEnd | None = None,
     ) -> Runtime:
-        """Build the runtime around an opened thread (cheap: no file I/O)."""
-        if backend is None and model is None:
-            backend = choose_backend(config, os.environ)
-        client = model or backend.make_client()
+        """Build the runtime around an opened thread (cheap: no file I/O).
+
+        Every part gets what it needs through its constructor. With task
+        continuity on, every compaction is captured into the archive; with
+        tools on, the model also gets the three history tools and its notes.
+        With tools off (a model without native tool calls) capture and the
+        inspector still work; only the three tools are not offered.
+        """
+        if model is not None:
+            client = model
+        else:
+            backend = backend or choose_backend(config, os.environ)
+            client = backend.make_client()
         if tools is None and backend is not None:
             tools = backend.tools_enabled
+        offer_tools = tools if tools is not None else config.model.tools != "off"
         window = backend.context_window if backend is not None else config.model.context_window
-        compaction = CompactService(client, config.compaction, context_window=window)
         # A tiny local model answers far better under the default system prompt
         # its own chat template supplies when the request carries none.
         local = backend is not None and backend.kind == "local"
+        system_prompt = "" if local else SYSTEM_PROMPT
+        surface = Surface.from_events(thread.log.events)
+        continuity = None
+        capture = None
+        toolbox = ToolBox()
+        context = None
+        if config.task_continuity.enabled:
+            continuity = _continuity(config, thread, surface)
+            capture = capture_hook(continuity)
+            if offer_tools:
+                toolbox = ToolBox(build_tools(continuity))
+                system_prompt = "\n\n".join(p for p in (system_prompt, AUTHORITY_CONTRACT) if p)
+                context = context_builder(continuity)
+        compaction = CompactService(
+            client, config.compaction, context_window=window, capture=capture
+        )
+        port = Port()
+        relay = DriverRelay(port, lambda: engine_state(driver, thread.log))
         driver = Driver(
             thread.log,
             client,
-            tools=ToolBox(),
-            system_prompt="" if local else SYSTEM_PROMPT,
+            tools=toolbox,
+            system_prompt=system_prompt,
             hooks=compaction,
+            context=context,
             max_tool_rounds=config.model.max_tool_rounds,
+            surface=surface,
+            observers=[relay],
         )
-        continuity = None
-        if config.task_continuity.enabled:
-            continuity = _attach_continuity(config, thread, driver, compaction, tools=tools)
-        commands = CommandRegistry(thread.log)
+        thread.log.subscribe(relay.on_event)
+        notices = [thread.log.torn_report] if thread.log.torn_report else []
         runtime = cls(
-            config, home, thread, client, driver, commands, compaction, continuity, backend=backend
+            config,
+            home,
+            thread,
+            client,
+            driver,
+            CommandRegistry(thread.log),
+            compaction,
+            continuity,
+            port,
+            notices=notices,
+            backend=backend,
         )
-        runtime._register_commands()
-        if thread.log.torn_report:
-            runtime.notices.append(thread.log.torn_report)
+        register_builtins(runtime, front_end)
         return runtime
 
-    def _register_commands(self) -> None:
-        @self.commands.add("help", "list commands and what they do")
-        async def _help(args: str) -> str:
-            text = self.commands.help_text()
-            if self.backend is not None and not self.backend.tools_enabled:
-                text += (
-                    "\nModel tools (task_note, history_search, history_read) are off for this"
-                    " model (set model.tools: on to offer them); /compact, history search"
-                    " and the inspector still work."
-                )
-            return text
+    def subscribe(self, listener: Listener, *, on_error: ErrorHook | None = None) -> Unsubscribe:
+        """Follow this thread: log events, reply deltas, state changes and failures.
 
-        @self.commands.add("compact", "summarize older messages now; the originals stay searchable")
-        async def _compact(args: str) -> str:
-            try:
-                outcome = await self.compaction.compact_now(self.driver)
-            except CompactionError as exc:
-                raise CommandError(str(exc)) from exc
-            except CompactionCancelled as late:
-                # The cancel came after the checkpoint was written: say what is true.
-                return late.outcome.describe() + " (The cancel came too late to stop it.)"
-            if outcome is None:
-                return "Nothing to compact yet: the conversation is too short."
-            return outcome.describe()
+        A listener that raises is reported (to `on_error`, else the logger) and
+        never reaches the engine. The returned callable stops it (idempotent).
+        """
+        return self.port.subscribe(listener, on_error=on_error)
+
+    def state(self) -> EngineState:
+        """What runs and what waits now (a copy)."""
+        return engine_state(self.driver, self.thread.log)
 
     async def aclose(self) -> None:
         """Unwind first (commands such as /compact, then the turn), so every bracket

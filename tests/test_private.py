@@ -10,7 +10,6 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -100,13 +99,12 @@ def test_archive_and_its_wal_and_shm_are_private(tmp_path: Path) -> None:
 
 
 def test_exports_are_private(tmp_path: Path) -> None:
-    from tui.app import export_thread
+    from engine.export import export_thread
 
     home = tmp_path / "home"
     thread = Thread.create(home, "local", "t1")
     thread.log.append(k.USER_MESSAGE, text="secret")
-    runtime = SimpleNamespace(home=home, thread=thread)
-    paths = export_thread(runtime)  # type: ignore[arg-type]
+    paths = export_thread(home, thread.id, thread.log.events)
     thread.close()
     assert [mode(p) for p in paths] == [0o600, 0o600]
     assert mode(home / "exports") == 0o700

@@ -11,27 +11,99 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from engine.backend import Backend
-from engine.commands import is_command
+from engine.commands import Command, is_command
 from engine.config import Config
 from engine.driver import DriverClosedError
-from engine.runtime import Runtime
+from engine.log import LogCorruptError
+from engine.port import Unsubscribe
+from engine.runtime import Runtime, open_thread
+from engine.session import ThreadNotFoundError
+from engine.thread_lock import ThreadLockedError
 from tui.printer import StreamPrinter
 
 
 class PlainRepl:
-    def __init__(self, runtime: Runtime, printer: StreamPrinter) -> None:
-        self.runtime = runtime
+    """The REPL's front end: one open thread at a time, printed line by line.
+
+    It is the FrontEnd the engine's /new, /fork, /threads ID and /quit ask to
+    switch or leave; the switch happens once the command has returned.
+    """
+
+    def __init__(
+        self, config: Config, home: Path, printer: StreamPrinter, backend: Backend | None = None
+    ) -> None:
+        self.config = config
+        self.home = home
         self.printer = printer
+        self.backend = backend
+        self._runtime: Runtime | None = None
+        self._unsubscribe: Unsubscribe | None = None
+        self._switch_to: list[str | None] = []
         self.running_command: asyncio.Task[None] | None = None
         self.quit_requested = False
 
-        @runtime.commands.add("quit", "leave Trove (queued prompts stay in the thread)")
-        async def _quit(args: str) -> str:
-            self.quit_requested = True
-            return "bye"
+    @property
+    def runtime(self) -> Runtime:
+        assert self._runtime is not None, "no thread is open"
+        return self._runtime
+
+    # -- FrontEnd (engine.commands) ------------------------------------------------
+
+    def open_thread(self, thread_id: str | None) -> None:
+        self._switch_to = [thread_id]
+
+    def quit(self) -> None:
+        self.quit_requested = True
+
+    def actions(self) -> Iterable[Command]:
+        return ()
+
+    # -- threads -----------------------------------------------------------------------
+
+    def open(self, thread_id: str | None) -> None:
+        """Open the first thread; a failure here is the caller's (a usage or runtime error)."""
+        self._show(
+            Runtime.open(
+                self.config, self.home, thread_id=thread_id, backend=self.backend, front_end=self
+            )
+        )
+
+    def _show(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+        self._unsubscribe = self.printer.attach(runtime)
+
+    async def _switch(self, thread_id: str | None) -> None:
+        """Open the other thread first (on failure nothing changes), then close this one;
+        its queue stays in its log."""
+        try:
+            runtime = Runtime.assemble(
+                self.config,
+                self.home,
+                await asyncio.to_thread(open_thread, self.config, self.home, thread_id),
+                backend=self.backend,
+                front_end=self,
+            )
+        except (LogCorruptError, ThreadNotFoundError, ThreadLockedError, OSError) as exc:
+            self.printer.error(f"could not open that thread: {exc}; you are still here")
+            return
+        old, unsubscribe = self._runtime, self._unsubscribe
+        self._show(runtime)
+        if unsubscribe is not None:
+            unsubscribe()
+        if old is not None:
+            await old.aclose()
+        self.printer.notice(f"[thread {runtime.thread.id}]")
+
+    async def aclose(self) -> None:
+        if self._runtime is not None:
+            runtime, self._runtime = self._runtime, None
+            await runtime.aclose()
+
+    # -- input -------------------------------------------------------------------------
 
     async def handle(self, line: str) -> None:
         """One line of input: a command runs now, anything else is queued."""
@@ -40,10 +112,12 @@ class PlainRepl:
             return
         if is_command(text):
             result = await self.runtime.commands.run(text)
-            if result.ok:
+            if result.ok and result.shown:
                 self.printer.say(result.text)
-            else:
+            elif not result.ok:
                 self.printer.notice(result.text)
+            if self._switch_to and not self.quit_requested:
+                await self._switch(self._switch_to.pop())
             return
         if text.lstrip().startswith("//"):
             text = text.lstrip()[1:]
@@ -77,14 +151,14 @@ class PlainRepl:
         from prompt_toolkit.history import FileHistory
         from prompt_toolkit.patch_stdout import patch_stdout
 
-        commands = self.runtime.commands
+        repl = self
 
         class SlashCompleter(Completer):
             def get_completions(self, document, complete_event):  # type: ignore[no-untyped-def]
                 text = document.text_before_cursor
                 if not text.startswith("/") or " " in text:
                     return
-                for command in commands:
+                for command in repl.runtime.commands:
                     if command.name.startswith(text[1:]):
                         yield Completion(
                             "/" + command.name,
@@ -144,16 +218,15 @@ async def _plain(
     config: Config, home: Path, thread_id: str | None, backend: Backend | None = None
 ) -> int:
     printer = StreamPrinter(whole_lines=sys.stdin.isatty())
-    runtime = Runtime.open(config, home, thread_id=thread_id, backend=backend)
-    printer.attach(runtime)
-    repl = PlainRepl(runtime, printer)
+    repl = PlainRepl(config, home, printer, backend)
+    repl.open(thread_id)
     try:
         if sys.stdin.isatty():
             await repl.run_tty()
         else:
             await repl.run_piped()
     finally:
-        await runtime.aclose()
+        await repl.aclose()
     return 1 if printer.errors and not sys.stdin.isatty() else 0
 
 

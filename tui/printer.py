@@ -14,6 +14,7 @@ from typing import TextIO
 
 from engine import log as k
 from engine.log import Event
+from engine.port import Failure, LogAppended, Notification, ReplyDelta, Unsubscribe
 from engine.runtime import Runtime
 from engine.safe_text import SafeStream, safe_text
 
@@ -42,14 +43,21 @@ class StreamPrinter:
     def err(self) -> TextIO:
         return self._err or sys.stderr
 
-    def attach(self, runtime: Runtime) -> None:
+    def attach(self, runtime: Runtime) -> Unsubscribe:
         """Follow the runtime's output; what opening the thread reported comes first."""
-        runtime.driver.observers.append(self)
-        runtime.thread.log.listeners.append(self.on_event)
+        unsubscribe = runtime.subscribe(self.notify)
         for notice in runtime.notices:
             self.notice(notice)
+        return unsubscribe
 
-    # Observer protocol --------------------------------------------------------
+    def notify(self, notification: Notification) -> None:
+        """The engine port's listener."""
+        if isinstance(notification, ReplyDelta):
+            self.on_delta(notification.turn, notification.text)
+        elif isinstance(notification, LogAppended):
+            self.on_event(notification.event)
+        elif isinstance(notification, Failure):
+            self.error(notification.text)
 
     def on_delta(self, turn: int, text: str) -> None:
         text = self._safe.feed(text)
@@ -63,12 +71,6 @@ class StreamPrinter:
         self.out.write(text)
         self.out.flush()
         self._mid_line = not text.endswith("\n")
-
-    def on_state(self) -> None:
-        pass
-
-    def on_failure(self, text: str) -> None:
-        self.error(text)
 
     # Log listener -------------------------------------------------------------
 

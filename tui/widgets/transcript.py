@@ -2,14 +2,16 @@
 
 It is a view of the log: every widget comes from an event (live, or on
 replay when a thread is opened), so what the user sees is what the log
-holds. Past a high-water mark the oldest widgets are pruned; their text
-stays in the log and comes back when the user asks for earlier messages.
+holds. It keeps its own list of the events pushed to it (by the chat
+screen), never the engine's. Past a high-water mark the oldest widgets are
+pruned; their text stays in the log and comes back when the user asks for
+earlier messages.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from textual.containers import VerticalScroll
@@ -56,7 +58,7 @@ class Transcript(VerticalScroll):
 
     def __init__(self, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.events: Sequence[Event] = ()
+        self.events: list[Event] = []
         self._start = 0
         self._end = 0
         self._reply: AssistantMessage | None = None
@@ -188,6 +190,8 @@ class Transcript(VerticalScroll):
     # -- live ---------------------------------------------------------------------
 
     def show_event(self, event: Event) -> None:
+        """A live event, just appended to the log."""
+        self.events.append(event)
         if self._end < len(self.events) - 1:
             # The user is reading older history: newer events wait behind the
             # "newer" button instead of pulling the window (and memory) along.
@@ -231,9 +235,9 @@ class Transcript(VerticalScroll):
             widgets.extend(self._build(event))
         return widgets
 
-    def load(self, events: Sequence[Event]) -> None:
+    def load(self, events: Iterable[Event]) -> None:
         """Show the newest part of a thread; earlier parts load on demand."""
-        self.events = events
+        self.events = list(events)
         self._end = len(events)
         self._start = max(0, self._end - CHUNK)
         self.mount_all(self._build_range(self._start, self._end))

@@ -1,0 +1,115 @@
+"""The commands every thread has, whatever front end runs it.
+
+Commands that change which thread is open (/new, /fork, /threads ID) or
+end the session (/quit) do the engine's part here and ask the front end,
+through its FrontEnd hook, to do the rest once the command has returned:
+only the front end knows how to close its view of one thread and open
+another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from engine.commands import CommandError, FrontEnd
+from engine.compaction import CompactionCancelled, CompactionError
+from engine.export import export_thread
+from engine.session import LOG_NAME, ThreadNotFoundError, fork_thread, list_threads, thread_dir
+
+if TYPE_CHECKING:
+    from engine.runtime import Runtime
+
+TOOLS_OFF = (
+    "\nModel tools (task_note, history_search, history_read) are off for this"
+    " model (set model.tools: on to offer them); /compact, history search"
+    " and the inspector still work."
+)
+
+
+def register_builtins(runtime: Runtime, front: FrontEnd | None) -> None:
+    """Register the engine's commands, then the front end's own (which win on a name)."""
+    registry = runtime.commands
+    home, user = runtime.home, runtime.config.user_id
+
+    @registry.add("help", "list commands and what they do")
+    async def _help(args: str) -> str:
+        text = registry.help_text()
+        if runtime.backend is not None and not runtime.backend.tools_enabled:
+            text += TOOLS_OFF
+        return text
+
+    @registry.add("compact", "summarize older messages now; the originals stay searchable")
+    async def _compact(args: str) -> str:
+        try:
+            outcome = await runtime.compaction.compact_now(runtime.driver)
+        except CompactionError as exc:
+            raise CommandError(str(exc)) from exc
+        except CompactionCancelled as late:
+            # The cancel came after the checkpoint was written: say what is true.
+            return late.outcome.describe() + " (The cancel came too late to stop it.)"
+        if outcome is None:
+            return "Nothing to compact yet: the conversation is too short."
+        return outcome.describe()
+
+    @registry.add("export", "write the thread as Markdown and JSON")
+    async def _export(args: str) -> str:
+        events = list(runtime.thread.log.events)  # a copy taken on the loop
+        paths = await asyncio.to_thread(export_thread, home, runtime.thread.id, events)
+        return "Exported to " + " and ".join(str(p) for p in paths)
+
+    @registry.add(
+        "threads", "list your threads; /threads ID switches to one", takes_args=True, usage="[ID]"
+    )
+    async def _threads(args: str) -> str:
+        if args == runtime.thread.id:
+            return f"You are in thread {args} already."
+        if args:
+            if front is None:
+                raise CommandError("switching threads needs a front end")
+            try:
+                exists = (thread_dir(home, user, args) / LOG_NAME).is_file()
+            except ThreadNotFoundError as exc:
+                raise CommandError(str(exc)) from exc
+            if not exists:
+                raise CommandError(f"no thread {args!r} (/threads lists them)")
+            front.open_thread(args)
+            return f"Switching to thread {args}."
+        threads = await asyncio.to_thread(list_threads, home, user)
+        current = runtime.thread.id
+        lines = [
+            f"{'*' if info.id == current else ' '} {info.id}  "
+            f"{info.modified:%Y-%m-%d %H:%M}  {info.title}"
+            for info in threads
+        ]
+        return "\n".join(["Threads (newest first, * is this one):", *lines])
+
+    if front is not None:
+        _register_switches(runtime, front)
+        for command in front.actions():
+            registry.register(command)
+
+
+def _register_switches(runtime: Runtime, front: FrontEnd) -> None:
+    registry = runtime.commands
+
+    @registry.add("new", "start a new thread", show="quiet")
+    async def _new(args: str) -> str:
+        front.open_thread(None)
+        return "new thread"
+
+    @registry.add("fork", "copy this thread's messages and notes into a new thread")
+    async def _fork(args: str) -> str:
+        child = await asyncio.to_thread(
+            fork_thread, runtime.home, runtime.config.user_id, runtime.thread.id
+        )
+        front.open_thread(child)
+        return (
+            f"Forked into thread {child}. The archive stays with the parent, so notes' "
+            "citations show as unavailable there until checked again."
+        )
+
+    @registry.add("quit", "leave Trove (queued prompts stay in the thread)", show="quiet")
+    async def _quit(args: str) -> str:
+        front.quit()
+        return "bye"

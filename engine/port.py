@@ -1,0 +1,152 @@
+"""The one way a front end follows an open thread: typed notifications.
+
+A front end (the Textual app, the plain REPL, one-shot mode, a script)
+calls `Runtime.subscribe(listener)` and gets every notification below, in
+the order the engine produced them, until it calls the returned
+unsubscribe. Listeners run inside the engine's call (an append, a delta),
+so each is isolated: one that raises is reported to the port's error hook
+(the logger unless the front end gives its own) and never reaches the
+engine, so a display bug cannot abort a turn or a compaction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from engine import log as k
+from engine.log import Event
+
+if TYPE_CHECKING:
+    from engine.driver import Driver
+    from engine.log import SessionLog
+
+
+@dataclass(frozen=True)
+class LogAppended:
+    """An event reached the log (it is already durable)."""
+
+    event: Event
+
+
+@dataclass(frozen=True)
+class ReplyDelta:
+    """A fragment of the reply streaming in `turn`; the log gets the whole reply later."""
+
+    turn: int
+    text: str
+
+
+@dataclass(frozen=True)
+class QueuedPrompt:
+    """A prompt waiting in the inbox, as a front end shows it."""
+
+    id: int
+    text: str
+    placement: str
+
+
+@dataclass(frozen=True)
+class EngineState:
+    """What runs now and what waits: a copy, safe to keep."""
+
+    running_turn: int | None
+    compacting: bool
+    queue: tuple[QueuedPrompt, ...]
+
+
+@dataclass(frozen=True)
+class StateChanged:
+    """The driver's state changed (a turn started or ended, the queue changed)."""
+
+    state: EngineState
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failure the log could not record (the disk refused it); one line."""
+
+    text: str
+
+
+_STATE_KINDS = frozenset((k.COMPACT_START, k.COMPACT_END, k.TURN_START, k.TURN_END))
+
+Notification = LogAppended | ReplyDelta | StateChanged | Failure
+Listener = Callable[[Notification], None]
+ErrorHook = Callable[[Listener, Notification, Exception], None]
+Unsubscribe = Callable[[], None]
+
+
+def _log_failure(listener: Listener, notification: Notification, exc: Exception) -> None:
+    logging.getLogger("trove").warning(
+        "a front end's listener (%s) failed on %s: %s: %s",
+        getattr(listener, "__qualname__", listener),
+        type(notification).__name__,
+        type(exc).__name__,
+        exc,
+    )
+
+
+def engine_state(driver: Driver, log: SessionLog) -> EngineState:
+    return EngineState(
+        running_turn=driver.running_turn,
+        compacting=log.tail.open_compact is not None,
+        queue=tuple(QueuedPrompt(i.id, i.text, i.placement) for i in driver.inbox),
+    )
+
+
+class Port:
+    """Fans the engine's notifications out to front ends, each isolated."""
+
+    def __init__(self, on_error: ErrorHook = _log_failure) -> None:
+        self._subscribers: list[tuple[Listener, ErrorHook]] = []
+        self._on_error = on_error
+
+    def subscribe(self, listener: Listener, *, on_error: ErrorHook | None = None) -> Unsubscribe:
+        """Follow every notification; the returned callable stops it (idempotent).
+
+        `on_error` hears of this listener's failures (after the logger's default).
+        """
+        entry = (listener, on_error or self._on_error)
+        self._subscribers.append(entry)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                self._subscribers.remove(entry)
+
+        return unsubscribe
+
+    def publish(self, notification: Notification) -> None:
+        for listener, on_error in list(self._subscribers):
+            try:
+                listener(notification)
+            except Exception as exc:  # a front end's failure never reaches the engine
+                with contextlib.suppress(Exception):
+                    on_error(listener, notification, exc)
+
+
+class DriverRelay:
+    """The driver's observer protocol, turned into notifications on a port."""
+
+    def __init__(self, port: Port, state: Callable[[], EngineState]) -> None:
+        self._port = port
+        self._state = state
+
+    def on_delta(self, turn: int, text: str) -> None:
+        self._port.publish(ReplyDelta(turn, text))
+
+    def on_state(self) -> None:
+        self._port.publish(StateChanged(self._state()))
+
+    def on_failure(self, text: str) -> None:
+        self._port.publish(Failure(text))
+
+    def on_event(self, event: Event) -> None:
+        """The log's listener: every appended event, then the state when the event changed
+        what runs (a turn or a compaction starts or ends without a driver callback)."""
+        self._port.publish(LogAppended(event))
+        if event["kind"] in _STATE_KINDS:
+            self.on_state()

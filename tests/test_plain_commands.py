@@ -1,0 +1,93 @@
+"""`trove --plain` has the thread commands too: /fork, /export, /new, /threads.
+
+They are the engine's commands (engine.builtin_commands), so the REPL and the
+TUI cannot drift apart; the REPL is the front end that switches threads.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from engine import log as k
+from engine.log import Event, read_events
+from tests import scripted_server as s
+from tests.cli_support import Env, trove
+from tests.scripted_server import ScriptedServer
+
+
+def _threads(home: Path) -> dict[str, list[Event]]:
+    logs = (home / "users" / "local" / "threads").glob("*/session.jsonl")
+    return {log.parent.name: read_events(log).events for log in logs}
+
+
+def _prompts(events: list[Event]) -> list[str]:
+    return [e["text"] for e in events if e["kind"] == k.USER_MESSAGE and not e.get("checkpoint")]
+
+
+def test_export_writes_markdown_and_json(env: Env, server: ScriptedServer) -> None:
+    server.script(s.text("Paris is the capital."))
+    result = trove("--plain", *env.common, stdin="capital of France?\n/export\n")
+    assert result.returncode == 0, result.stderr
+    (thread_id,) = _threads(env.home)
+    markdown = env.home / "exports" / f"{thread_id}.md"
+    raw = env.home / "exports" / f"{thread_id}.json"
+    assert f"Exported to {markdown} and {raw}" in result.stdout
+    text = markdown.read_text()
+    assert text.startswith(f"# Trove thread {thread_id}")
+    assert "## User\n\ncapital of France?" in text
+    assert "## Assistant\n\nParis is the capital." in text
+    assert json.loads(raw.read_text())["thread"] == thread_id
+    assert oct(markdown.stat().st_mode & 0o777) == "0o600"
+
+
+def test_fork_switches_to_a_copy_and_goes_on_there(env: Env, server: ScriptedServer) -> None:
+    server.script(s.text("first answer"), s.text("answer in the fork"))
+    result = trove("--plain", *env.common, stdin="first question\n/fork\nin the fork\n")
+    assert result.returncode == 0, result.stderr
+    child = re.search(r"Forked into thread (\S+)\.", result.stdout)
+    assert child, result.stdout
+    threads = _threads(env.home)
+    assert len(threads) == 2 and child[1] in threads
+    (parent,) = set(threads) - {child[1]}
+    assert f"[thread {child[1]}]" in result.stderr
+    assert _prompts(threads[parent]) == ["first question"]
+    assert _prompts(threads[child[1]]) == ["first question", "in the fork"]
+    # The fork's request carries the parent's conversation.
+    users = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "user"]
+    assert users[-2:] == ["first question", "in the fork"]
+
+
+def test_new_starts_an_empty_thread(env: Env, server: ScriptedServer) -> None:
+    server.script(s.text("one"), s.text("two"))
+    result = trove("--plain", *env.common, stdin="in the first\n/new\nin the second\n")
+    assert result.returncode == 0, result.stderr
+    threads = _threads(env.home)
+    assert sorted(_prompts(events) for events in threads.values()) == [
+        ["in the first"],
+        ["in the second"],
+    ]
+    second = next(t for t, events in threads.items() if _prompts(events) == ["in the second"])
+    assert f"[thread {second}]" in result.stderr
+    assert "new thread" not in result.stdout  # a quiet command: the switch says it
+
+
+def test_threads_lists_and_switches(env: Env, server: ScriptedServer) -> None:
+    server.script(s.text("one"), s.text("two"), s.text("three"))
+    assert trove("--plain", *env.common, stdin="in the first\n").returncode == 0
+    (first,) = _threads(env.home)
+    result = trove(
+        "--plain",
+        *env.common,
+        stdin=f"in the second\n/threads\n/threads {first}\nback in the first\n/threads nope\n",
+    )
+    assert result.returncode == 0, result.stderr
+    threads = _threads(env.home)
+    (second,) = set(threads) - {first}
+    listing = result.stdout[result.stdout.index("Threads (newest first") :]
+    assert f"* {second}" in listing and f"  {first}" in listing and "in the first" in listing
+    assert f"Switching to thread {first}." in result.stdout
+    assert _prompts(threads[first]) == ["in the first", "back in the first"]
+    assert _prompts(threads[second]) == ["in the second"]
+    assert "no thread 'nope' (/threads lists them)" in result.stderr

@@ -1,0 +1,63 @@
+"""The TUI follows the engine through its port: a display bug never ends a turn or the app,
+and a thread switch leaves nothing of the old thread on screen."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine import log as k
+from engine.log import Event
+from tests import scripted_server as s
+from tests.support import of_kind
+from tests.tui.conftest import say, settle
+from tui.widgets.chat_message import PastReply, UserMessage
+from tui.widgets.transcript import Transcript
+
+
+async def test_a_widget_failing_on_an_event_does_not_stop_the_turn(
+    app_factory: Any, server: Any, monkeypatch: Any
+) -> None:
+    server.script(s.text("first answer"), s.text("second answer"))
+    real = Transcript.show_event
+    failed: list[int] = []
+
+    def show_event(self: Transcript, event: Event) -> None:
+        if event["kind"] == k.USER_MESSAGE and not failed:
+            failed.append(event["seq"])
+            raise RuntimeError("widget bug")
+        real(self, event)
+
+    monkeypatch.setattr(Transcript, "show_event", show_event)
+    app = app_factory()
+    notified: list[str] = []
+    async with app.run_test(size=(100, 32)) as pilot:
+        monkeypatch.setattr(app, "notify", lambda text, **_: notified.append(text))
+        await settle(pilot)
+        await say(pilot, "first question")
+        assert failed  # the widget did fail on the prompt's event
+        events = app.runtime.thread.log.events
+        assert [e["status"] for e in of_kind(events, k.TURN_END)] == ["ok"]
+        assert notified == ["Display error (RuntimeError); the session goes on."]
+        await say(pilot, "second question")  # the app goes on too
+        assert [e["status"] for e in of_kind(app.runtime.thread.log.events, k.TURN_END)] == [
+            "ok",
+            "ok",
+        ]
+        assert [m.text for m in app.query(UserMessage)] == ["second question"]
+
+
+async def test_the_transcript_holds_its_own_events(app_factory: Any, server: Any) -> None:
+    server.script(s.text("an answer"))
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        await say(pilot, "a question")
+        transcript = app.query_one(Transcript)
+        log_events = app.runtime.thread.log.events
+        assert transcript.events == log_events and transcript.events is not log_events
+        first = app.runtime.thread.id
+        await app.switch_thread(None)
+        await settle(pilot)
+        assert app.runtime.thread.id != first
+        assert not app.query(UserMessage) and not app.query(PastReply)
+        assert transcript.events == app.runtime.thread.log.events

@@ -1,0 +1,61 @@
+"""Commands only the Textual app can carry out, for the engine's registry.
+
+They live in the same registry as every other command (so /help, slash
+completion and the command palette read one list); their handlers reach
+the app through the narrow Shell hook below, not through the app itself.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from engine.commands import Command, CommandError
+
+
+class Shell(Protocol):
+    """What these commands need from the app."""
+
+    def show_help(self) -> None: ...
+
+    def choose_thread(self) -> None: ...
+
+    async def toggle_inspector(self) -> None: ...
+
+    def last_reply(self) -> str | None: ...
+
+    def copy(self, text: str) -> None: ...
+
+
+def app_actions(shell: Shell) -> list[Command]:
+    async def _help(args: str) -> str:
+        shell.show_help()
+        return "help shown"
+
+    async def _threads(args: str) -> str:
+        shell.choose_thread()
+        return "threads"
+
+    async def _archive(args: str) -> str:
+        await shell.toggle_inspector()
+        return "inspector toggled"
+
+    async def _copy(args: str) -> str:
+        text = shell.last_reply()
+        if text is None:
+            raise CommandError("No reply to copy yet.")
+        if args == "code":
+            blocks = text.split("```")[1::2]
+            if not blocks:
+                raise CommandError("The last reply has no code block.")
+            text = blocks[-1].split("\n", 1)[-1] if "\n" in blocks[-1] else blocks[-1]
+        elif args:
+            raise CommandError("/copy takes no argument or 'code'")
+        shell.copy(text)
+        return f"Copied {len(text)} characters."
+
+    return [
+        Command("help", "list commands and keys", _help, show="quiet"),
+        Command("threads", "switch to another thread", _threads, show="quiet"),
+        Command("archive", "show or hide the archive inspector", _archive, show="quiet"),
+        Command("copy", "copy the last reply (or: /copy code)", _copy, takes_args=True),
+    ]

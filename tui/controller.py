@@ -1,0 +1,90 @@
+"""Which thread the app shows: opening, switching and closing its Runtime.
+
+The blocking part of opening a thread (replay, recovery) runs in a worker
+thread; the old Runtime is closed only once the new thread has opened, so
+a thread that cannot be opened changes nothing. The view follows through
+the `attach` and `detach` callbacks the app gives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+from engine.backend import Backend
+from engine.commands import FrontEnd
+from engine.config import Config
+from engine.log import LogCorruptError
+from engine.model import ModelClient
+from engine.runtime import Runtime, open_thread
+from engine.session import Thread, ThreadNotFoundError
+
+
+class ThreadController:
+    def __init__(
+        self,
+        config: Config,
+        home: Path,
+        *,
+        front_end: FrontEnd,
+        attach: Callable[[Runtime], None],
+        detach: Callable[[Runtime], None],
+        model: ModelClient | None = None,
+        backend: Backend | None = None,
+    ) -> None:
+        self.config = config
+        self.home = home
+        self.front_end = front_end
+        self._on_open = attach
+        self._on_close = detach
+        self.model = model
+        self.backend = backend
+        self.runtime: Runtime | None = None
+
+    async def _load(self, thread_id: str | None, new_id: str | None = None) -> Thread:
+        return await asyncio.to_thread(
+            partial(open_thread, view_if_locked=True), self.config, self.home, thread_id, new_id
+        )
+
+    def _start(self, thread: Thread) -> None:
+        runtime = Runtime.assemble(
+            self.config,
+            self.home,
+            thread,
+            model=self.model,
+            backend=self.backend,
+            front_end=self.front_end,
+        )
+        self.runtime = runtime
+        self._on_open(runtime)
+
+    async def open_first(self, thread_id: str | None, new_id: str | None = None) -> str | None:
+        """Open the thread asked for; when its log cannot be opened, say why (the
+        returned text) and open a new thread instead: the old one stays as it is on disk."""
+        problem = None
+        try:
+            thread = await self._load(thread_id, new_id)
+        except (LogCorruptError, ThreadNotFoundError) as exc:
+            thread = await asyncio.to_thread(open_thread, self.config, self.home, None)
+            problem = str(exc)
+        self._start(thread)
+        return problem
+
+    async def switch(self, thread_id: str | None) -> str | None:
+        """Open another thread (or a new one), then close this one; its queue stays in its
+        log. When the other thread cannot be opened, nothing changes: returns why."""
+        try:
+            thread = await self._load(thread_id)
+        except (LogCorruptError, ThreadNotFoundError, OSError) as exc:
+            return str(exc)
+        await self.close()
+        self._start(thread)
+        return None
+
+    async def close(self) -> None:
+        if self.runtime is not None:
+            runtime, self.runtime = self.runtime, None
+            self._on_close(runtime)
+            await runtime.aclose()

@@ -1,0 +1,349 @@
+"""The chat screen: transcript, status strip, prompt, and the archive inspector.
+
+It is a view over the one Runtime it is attached to. Log events (live or
+replayed) become transcript widgets; the engine's state becomes the status
+strip; what the user types goes to the driver, or to the app when it is a
+command. Everything the engine says reaches it as a Message from the
+bridge (tui.bridge), never as a call from inside the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from engine import log as k
+from engine.commands import is_command
+from engine.continuity.notes import NOTE_DELETE, NOTE_SET
+from engine.driver import DriverClosedError, InboxItemId
+from engine.log import Event
+from engine.port import EngineState
+from engine.runtime import Runtime
+from tui.bridge import (
+    Bridge,
+    EngineFailed,
+    EngineMessage,
+    EngineStateChanged,
+    LogEventAppended,
+    ReplyStreamed,
+)
+from tui.messages import OpenBatch, PromptSubmitted, QueueItemEdit, QueueItemRemove
+from tui.widgets.prompt_input import PromptInput
+from tui.widgets.slash_menu import SlashMenu
+from tui.widgets.status_strip import StatusStrip
+from tui.widgets.title_bar import TitleBar
+from tui.widgets.transcript import Transcript
+
+if TYPE_CHECKING:
+    from tui.app import TroveApp
+
+NARROW = 80
+"""Below this width the inspector takes the whole screen."""
+
+
+@dataclass(frozen=True)
+class ChatSettings:
+    """What the screen shows that does not come from the thread."""
+
+    clock: Callable[[], float]
+    model_label: str
+    context_window: int
+    configured: bool
+    config_label: str
+
+
+class ChatScreen(Screen[None]):
+    @dataclass
+    class Ready(Message):
+        """The screen is composed: a thread can be shown now."""
+
+    @dataclass
+    class ShowNotice(Message, bubble=False):
+        text: str
+        variant: str = ""
+
+    def __init__(self, settings: ChatSettings) -> None:
+        super().__init__(id="_default")
+        self.settings = settings
+        self.runtime: Runtime | None = None
+        self._bridge: Bridge | None = None
+        self._inspector_widget: Any = None
+
+    @property
+    def trove(self) -> TroveApp:
+        return cast("TroveApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        yield TitleBar()
+        with Horizontal(id="body"), Vertical(id="chat"):
+            yield Transcript(id="transcript")
+            yield StatusStrip(self.settings.clock, id="status")
+            yield SlashMenu(id="slash")
+            yield PromptInput(id="prompt")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        prompt = self.query_one(PromptInput)
+        prompt.menu = self.query_one(SlashMenu)
+        prompt.focus()
+        self.post_message(self.Ready())
+
+    # -- following a runtime ------------------------------------------------------------
+
+    def attach_runtime(self, runtime: Runtime) -> None:
+        """Show this thread: its log so far, then whatever the engine says about it."""
+        self.runtime = runtime
+        self._bridge = Bridge(
+            runtime, self, lambda _, notification, exc: self._display_failed(notification, exc)
+        )
+        title = self.query_one(TitleBar)
+        title.thread = runtime.thread.id
+        title.model = self.settings.model_label
+        transcript = self.query_one(Transcript)
+        transcript.remove_children()
+        if not self.settings.configured:
+            from tui.widgets.first_run import FirstRunPanel
+
+            transcript.mount(FirstRunPanel(self.settings.config_label))
+        transcript.load(runtime.thread.log.events)
+        for notice in runtime.notices:
+            transcript.notice(notice, "warning")
+        if runtime.thread.read_only:
+            transcript.notice(
+                f"{runtime.thread.read_only}. You can read and search it here; "
+                "/new starts a thread you can write in.",
+                "warning",
+            )
+        self._update_context()
+        self._show_state(runtime.state())
+        if self._inspector_widget is not None:
+            self._inspector_widget.bind_runtime(runtime)
+
+    def detach_runtime(self, runtime: Runtime) -> None:
+        """The closing runtime's late notifications must not reach widgets being torn down."""
+        if self._bridge is not None and self._bridge.runtime is runtime:
+            self._bridge.close()
+            self._bridge = None
+        if self.runtime is runtime:
+            self.runtime = None
+
+    def notice(self, text: str, variant: str = "") -> None:
+        """A notice from outside the engine's flow (a command's result): it is queued behind
+        what the engine said before it, so it lands after, e.g., the checkpoint /compact wrote."""
+        self.post_message(self.ShowNotice(text, variant))
+
+    def on_chat_screen_show_notice(self, message: ShowNotice) -> None:
+        self._notice(message.text, message.variant)
+
+    def _notice(self, text: str, variant: str = "") -> None:
+        self.query_one(Transcript).notice(text, variant)
+
+    def _current(self, message: EngineMessage) -> bool:
+        """Only the attached runtime's messages count; the rest were queued before a switch."""
+        message.stop()
+        return message.bridge is self._bridge and self.runtime is not None
+
+    def _display_failed(self, what: object, exc: Exception) -> None:
+        """Showing something the engine said failed: the engine went on; the user hears
+        of it once."""
+        self.log.error(f"display of {type(what).__name__} failed: {exc!r}")
+        if self.app.is_running and self.runtime is not None:
+            self.app.notify(f"Display error ({type(exc).__name__}); the session goes on.")
+
+    # -- engine → widgets ---------------------------------------------------------------
+
+    def on_log_event_appended(self, message: LogEventAppended) -> None:
+        if self._current(message):
+            try:
+                self._on_log_event(message.event)
+            except Exception as exc:  # a widget bug must not end the session
+                self._display_failed(message, exc)
+
+    def on_reply_streamed(self, message: ReplyStreamed) -> None:
+        if self._current(message):
+            try:
+                self.query_one(Transcript).delta(message.text)
+            except Exception as exc:
+                self._display_failed(message, exc)
+
+    def on_engine_state_changed(self, message: EngineStateChanged) -> None:
+        if self._current(message):
+            self._show_state(message.state)
+
+    def on_engine_failed(self, message: EngineFailed) -> None:
+        """The engine could not record a failure in the log (the disk): show it here."""
+        if self._current(message):
+            self._notice(f"✗ {message.text}", "error")
+
+    def _on_log_event(self, event: Event) -> None:
+        assert self.runtime is not None
+        self.query_one(Transcript).show_event(event)
+        kind = event["kind"]
+        if kind in (k.ASSISTANT_MESSAGE, k.USER_MESSAGE, k.TOOL_RESULT, k.COMPACT_END):
+            self._update_context()
+        if kind == k.TURN_END and event.get("status") == "error":
+            self._restore_failed_prompt()
+        if kind in (k.COMPACT_END, NOTE_SET, NOTE_DELETE) and self._inspector_widget is not None:
+            self._inspector_widget.refresh_data()
+
+    def _restore_failed_prompt(self) -> None:
+        """A prompt whose turn failed goes back into an empty input, ready to retry."""
+        assert self.runtime is not None
+        prompt = self.query_one(PromptInput)
+        if prompt.text.strip():
+            return
+        texts = [
+            e.get("text", "")
+            for e in self.runtime.thread.log.events
+            if e["kind"] == k.USER_MESSAGE and "item_id" in e
+        ]
+        if texts:
+            prompt.set_value(texts[-1])
+
+    def _show_state(self, state: EngineState) -> None:
+        strip = self.query_one(StatusStrip)
+        if state.compacting:
+            strip.set_activity("compacting — Esc cancels; you can keep typing", timed=True)
+        elif state.running_turn is not None:
+            strip.set_activity(f"replying (turn {state.running_turn}) — Esc cancels", timed=True)
+        else:
+            strip.set_activity("")
+        strip.set_queue([(item.id, item.text, item.placement) for item in state.queue])
+        self.app.refresh_bindings()
+
+    def _update_context(self) -> None:
+        if self.runtime is None:
+            return
+        window = max(1, self.settings.context_window)
+        self.query_one(TitleBar).context_used = self.runtime.driver.surface.tokens / window
+
+    # -- widgets → engine ----------------------------------------------------------------
+
+    @on(PromptSubmitted)
+    def _submitted(self, message: PromptSubmitted) -> None:
+        message.stop()
+        prompt = self.query_one(PromptInput)
+        text = message.text
+        if self.runtime is None:
+            prompt.give_back(text)
+            return
+        if is_command(text):
+            self.query_one(SlashMenu).hide()
+            self.trove.run_command(text)
+            return
+        if text.lstrip().startswith("//"):
+            text = text.lstrip()[1:]
+        if not self.settings.configured:
+            self._notice(
+                "No model is configured, so this prompt was not sent (it is still in the "
+                "input). See the panel above.",
+                "warning",
+            )
+            prompt.give_back(text)
+            return
+        driver = self.runtime.driver
+        try:
+            if prompt.editing_item is not None:
+                if not driver.edit(InboxItemId(prompt.editing_item), text):
+                    # It started meanwhile: the new text is sent as a prompt of its own.
+                    driver.send(text)
+                prompt.editing_item = None
+                return
+            if message.steer and not driver.accepts_next_step:
+                self.app.notify("Nothing to steer right now: sent as a queued follow-up.")
+            driver.send(text, placement="next-step" if message.steer else "follow-up")
+        except (OSError, DriverClosedError) as exc:
+            # Not accepted (a full disk, a read-only view): the text goes back.
+            prompt.give_back(text)
+            self._notice(f"Not sent: {exc}. Your text is back in the input.", "error")
+
+    @on(QueueItemRemove)
+    def _remove_item(self, message: QueueItemRemove) -> None:
+        message.stop()
+        if self.runtime is not None:
+            try:
+                self.runtime.driver.remove(InboxItemId(message.item_id))
+            except OSError as exc:
+                self._notice(f"Not removed: {exc}.", "error")
+
+    @on(QueueItemEdit)
+    def _edit_item(self, message: QueueItemEdit) -> None:
+        message.stop()
+        if self.runtime is None:
+            return
+        for item in self.runtime.driver.inbox:
+            if item.id == message.item_id:
+                prompt = self.query_one(PromptInput)
+                prompt.editing_item = item.id
+                prompt.set_value(item.text)
+                prompt.focus()
+                self.app.notify(f"Editing queued prompt #{item.id}: Enter saves it in place.")
+
+    @on(OpenBatch)
+    async def _open_batch(self, message: OpenBatch) -> None:
+        message.stop()
+        await self.show_inspector(True)
+        self._inspector_widget.open_batch(message.batch)
+
+    @on(PromptInput.Changed)
+    def _prompt_changed(self, event: PromptInput.Changed) -> None:
+        prompt = self.query_one(PromptInput)
+        menu = self.query_one(SlashMenu)
+        text = prompt.text
+        if text.startswith("/") and " " not in text and "\n" not in text:
+            menu.show_for(text[1:].lower(), self.trove.command_list())
+        else:
+            menu.hide()
+
+    # -- the inspector -------------------------------------------------------------------
+
+    @property
+    def inspector_shown(self) -> bool:
+        return bool(self._inspector_widget is not None and self._inspector_widget.display)
+
+    async def _ensure_inspector(self) -> Any:
+        """The inspector is built on first use: it costs nothing at launch."""
+        if self._inspector_widget is None:
+            from tui.inspector import ArchiveInspector
+
+            widget = ArchiveInspector(id="inspector")
+            widget.display = False
+            self._inspector_widget = widget
+            await self.query_one("#body").mount(widget)
+            if self.runtime is not None:
+                widget.bind_runtime(self.runtime)
+        return self._inspector_widget
+
+    async def show_inspector(self, show: bool) -> None:
+        inspector = await self._ensure_inspector() if show else self._inspector_widget
+        if inspector is None:
+            return
+        inspector.display = show
+        self.app.set_class(show and self.app.size.width < NARROW, "-inspector-full")
+        if show:
+            inspector.refresh_data()
+            inspector.focus_default()
+        else:
+            self.query_one(PromptInput).focus()
+
+    async def toggle_inspector(self) -> None:
+        await self.show_inspector(not self.inspector_shown)
+
+    def on_resize(self) -> None:
+        if self._inspector_widget is not None:
+            self.app.set_class(
+                self.inspector_shown and self.app.size.width < NARROW, "-inspector-full"
+            )
+
+    def last_reply(self) -> str | None:
+        """The newest reply on screen, streamed or replayed."""
+        replies = self.query("AssistantMessage, PastReply")
+        return replies.last().text if replies else None  # type: ignore[attr-defined]
