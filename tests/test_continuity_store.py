@@ -103,7 +103,7 @@ def test_fts_syntax_in_a_query_is_data(path: Path) -> None:
         "parser OR nothing": {(parser.source_id, False)},  # "or" is a term: a partial match
     }
     for query, hits in expected.items():
-        found = {(h.source_id, h.every) for h in store.search(query, batch_ids=[1])}
+        found = {(h.source.source_id, h.every) for h in store.search(query, batch_ids=[1])}
         assert found == hits, query
     store.close()
 
