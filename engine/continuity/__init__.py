@@ -24,8 +24,6 @@ from engine.continuity.extract import (
     surface_inputs,
 )
 from engine.continuity.notes import (
-    NOTE_DELETE,
-    NOTE_SET,
     NoteError,
     normalize_notebook,
     note_event,
@@ -34,7 +32,6 @@ from engine.continuity.notes import (
 )
 from engine.continuity.search import ActiveIndex, HistoryView
 from engine.continuity.status import (
-    SESSION_FORK,
     Resolution,
     archive_failure,
     archive_reference,
@@ -66,9 +63,6 @@ from engine.continuity.tools import (
 __all__ = [
     "AUTHORITY_CONTRACT",
     "MAX_PAGE_COUNT",
-    "NOTE_DELETE",
-    "NOTE_SET",
-    "SESSION_FORK",
     "ActiveIndex",
     "ArchiveError",
     "ArchiveScopeError",
