@@ -24,13 +24,24 @@ from textual.screen import Screen
 from textual.widgets import Footer
 from textual.worker import Worker
 
-from engine import log as k
 from engine.backend import Backend
 from engine.commands import CommandError, is_command
 from engine.config import Config
-from engine.continuity.notes import NOTE_DELETE, NOTE_SET
 from engine.driver import DriverClosedError
-from engine.log import Event, LogCorruptError
+from engine.events import (
+    AssistantMessage,
+    CompactEnd,
+    CompactStart,
+    LogEvent,
+    NoteDelete,
+    NoteSet,
+    ToolResult,
+    TurnEnd,
+    TurnStart,
+    UserMessage,
+    to_dict,
+)
+from engine.log import LogCorruptError
 from engine.runtime import Runtime, open_thread
 from engine.safe_text import safe_text
 from engine.session import Thread, ThreadNotFoundError, fork_thread, list_threads
@@ -190,30 +201,29 @@ class TroveApp(App[int]):
 
     # -- engine → UI ---------------------------------------------------------------
 
-    def _on_log_event(self, event: Event) -> None:
+    def _on_log_event(self, event: LogEvent) -> None:
         self.query_one(Transcript).show_event(event)
-        kind = event["kind"]
-        if kind in (k.COMPACT_START, k.COMPACT_END, k.TURN_START, k.TURN_END):
+        if isinstance(event, CompactStart | CompactEnd | TurnStart | TurnEnd):
             self.on_state()
-        if kind in (k.ASSISTANT_MESSAGE, k.USER_MESSAGE, k.TOOL_RESULT, k.COMPACT_END):
+        if isinstance(event, AssistantMessage | UserMessage | ToolResult | CompactEnd):
             self._update_context()
-        if kind == k.TURN_END and event.get("status") == "error":
+        if isinstance(event, TurnEnd) and event.status == "error":
             self._restore_failed_prompt(event)
-        if kind in (k.COMPACT_END, NOTE_SET, NOTE_DELETE):
+        if isinstance(event, CompactEnd | NoteSet | NoteDelete):
             inspector = self._inspector()
             if inspector is not None:
                 inspector.refresh_data()
 
-    def _restore_failed_prompt(self, event: Event) -> None:
+    def _restore_failed_prompt(self, event: TurnEnd) -> None:
         """A prompt whose turn failed goes back into an empty input, ready to retry."""
         assert self.runtime is not None
         prompt = self.query_one(PromptInput)
         if prompt.text.strip():
             return
         texts = [
-            e.get("text", "")
+            e.text
             for e in self.runtime.thread.log.events
-            if e["kind"] == k.USER_MESSAGE and "item_id" in e
+            if isinstance(e, UserMessage) and e.item_id is not None
         ]
         if texts:
             prompt.set_value(texts[-1])
@@ -225,9 +235,9 @@ class TroveApp(App[int]):
         """The engine could not record a failure in the log (the disk): show it here."""
         self.query_one(Transcript).notice(f"✗ {text}", "error")
 
-    def _listener_failed(self, listener: object, event: Event, exc: Exception) -> None:
+    def _listener_failed(self, listener: object, event: LogEvent, exc: Exception) -> None:
         """A widget failed on an event: the engine went on; the user hears of it once."""
-        self.log.error(f"listener {listener!r} failed on {event.get('kind')}: {exc!r}")
+        self.log.error(f"listener {listener!r} failed on {event.kind}: {exc!r}")
         if self.is_running and self.runtime is not None:
             self.notify(f"Display error ({type(exc).__name__}); the session goes on.")
 
@@ -561,20 +571,19 @@ def export_thread(runtime: Runtime) -> list[Path]:
     events = list(runtime.thread.log.events)
     lines = [f"# Trove thread {runtime.thread.id}", ""]
     for event in events:
-        kind = event["kind"]
-        if kind == k.USER_MESSAGE:
-            label = "Checkpoint" if event.get("checkpoint") else "User"
-            lines += [f"## {label}", "", str(event.get("text", "")), ""]
-        elif kind == k.ASSISTANT_MESSAGE:
-            lines += ["## Assistant", "", str(event.get("content") or ""), ""]
-            for call in event.get("tool_calls") or ():
-                lines += [f"- tool `{call.get('name')}`: `{call.get('arguments')}`"]
-        elif kind == k.TOOL_RESULT:
-            lines += ["```", str(event.get("content", "")), "```", ""]
+        if isinstance(event, UserMessage):
+            label = "Checkpoint" if event.checkpoint is not None else "User"
+            lines += [f"## {label}", "", event.text, ""]
+        elif isinstance(event, AssistantMessage):
+            lines += ["## Assistant", "", event.content or "", ""]
+            for call in event.calls:
+                lines += [f"- tool `{call.name}`: `{call.arguments}`"]
+        elif isinstance(event, ToolResult):
+            lines += ["```", event.content, "```", ""]
     markdown = base.with_suffix(".md")
     write_private(markdown, "\n".join(lines).encode())
     raw = base.with_suffix(".json")
-    data = {"thread": runtime.thread.id, "events": events}
+    data = {"thread": runtime.thread.id, "events": [to_dict(event) for event in events]}
     write_private(raw, json.dumps(data, ensure_ascii=False, indent=1).encode())
     return [markdown, raw]
 

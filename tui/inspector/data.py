@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.continuity import ArchiveError, BatchInfo, Snapshot
-from engine.continuity.status import COMPACT_END, scan_history
+from engine.continuity.status import scan_history
 from engine.continuity.tools import notebook_report
+from engine.events import CompactEnd
 from engine.safe_text import safe_text
 from tui.inspector.status_words import BatchState
 
@@ -86,14 +87,13 @@ def batches_report(snapshot: Snapshot) -> BatchesReport:
         rows[info.id] = BatchRow(
             info.id, info.created, info.records, info.omitted_records, info.truncated_count, state
         )
-    ends = {e.get("seq"): e for e in snapshot.events if e.get("kind") == COMPACT_END}
+    ends = {e.seq: e.ts for e in snapshot.events if isinstance(e, CompactEnd)}
     for ref in scan.refs:
         if ref.batch in rows and rows[ref.batch].state != "expired":
             continue
-        end = ends.get(ref.seq, {})
         rows[ref.batch] = BatchRow(
             ref.batch,
-            str(end.get("ts", "")),
+            ends.get(ref.seq, ""),
             ref.records,
             ref.omitted_records,
             None,
