@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine import log as k
+from engine import events as ev
 from engine.compaction import Region, run_region
 from engine.compaction.selection import select_range
 from engine.log import SessionLog
@@ -28,10 +28,10 @@ def build(path: Path, exchanges: int) -> tuple[SessionLog, Surface]:
     surface = Surface.from_events(log.events)
     log.listeners.append(surface.apply)
     for turn in range(1, exchanges + 1):
-        log.append(k.TURN_START, turn=turn, items=[])
-        log.append(k.USER_MESSAGE, text=f"question {turn} " * 20)
-        log.append(k.ASSISTANT_MESSAGE, content=f"answer {turn} " * 60, tool_calls=[])
-        log.append(k.TURN_END, turn=turn, status="ok")
+        log.append(ev.TurnStart(turn=turn, items=[]))
+        log.append(ev.UserMessage(text=f"question {turn} " * 20))
+        log.append(ev.AssistantMessage(content=f"answer {turn} " * 60, tool_calls=[]))
+        log.append(ev.TurnEnd(turn=turn, status="ok"))
     return log, surface
 
 

@@ -31,7 +31,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from engine import log as k
+from engine import events as ev
 from engine.config import Config, ModelConfig
 from engine.log import SessionLog
 from engine.runtime import Runtime
@@ -80,12 +80,12 @@ def generate_events(n: int, seed: int = 1) -> Iterator[dict[str, Any]]:
     turn = 0
     calls = 0
 
-    def event(kind: str, **fields: Any) -> dict[str, Any]:
+    def event(kind: type[ev.Event], **fields: Any) -> dict[str, Any]:
         nonlocal seq, moment
         seq += 1
         moment += timedelta(milliseconds=rng.randint(1, 4000))
         ts = moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-        return {"seq": seq, "ts": ts, "kind": kind, **fields}
+        return {"seq": seq, "ts": ts, "kind": ev.kind_of(kind), **fields}
 
     def usage(prompt_chars: int, completion_chars: int) -> dict[str, int]:
         prompt, completion = prompt_chars // 4, completion_chars // 4
@@ -99,13 +99,13 @@ def generate_events(n: int, seed: int = 1) -> Iterator[dict[str, Any]]:
     while True:
         turn_events: list[dict[str, Any]] = []
         if rng.random() < 0.05:
-            turn_events.append(event(k.USER_MESSAGE, text=_text(rng, 120), source="inject"))
+            turn_events.append(event(ev.UserMessage, text=_text(rng, 120), source="inject"))
         prompt = _text(rng, 180)
-        queued = event(k.INBOX_QUEUED, text=prompt, waking=True, placement="follow-up")
+        queued = event(ev.InboxQueued, text=prompt, waking=True, placement="follow-up")
         turn += 1
         turn_events.append(queued)
-        turn_events.append(event(k.TURN_START, turn=turn, items=[queued["seq"]]))
-        turn_events.append(event(k.USER_MESSAGE, text=prompt, item_id=queued["seq"]))
+        turn_events.append(event(ev.TurnStart, turn=turn, items=[queued["seq"]]))
+        turn_events.append(event(ev.UserMessage, text=prompt, item_id=queued["seq"]))
         context_chars += len(prompt)
         for _ in range(rng.choice((0, 0, 0, 1, 1, 2))):  # tool round trips
             round_calls = []
@@ -117,7 +117,7 @@ def generate_events(n: int, seed: int = 1) -> Iterator[dict[str, Any]]:
             preface = _text(rng, 60) if rng.random() < 0.3 else ""
             turn_events.append(
                 event(
-                    k.ASSISTANT_MESSAGE,
+                    ev.AssistantMessage,
                     content=preface,
                     tool_calls=round_calls,
                     usage=usage(context_chars, len(preface) + 80),
@@ -129,13 +129,13 @@ def generate_events(n: int, seed: int = 1) -> Iterator[dict[str, Any]]:
                 result = _text(rng, 900)
                 context_chars += len(result)
                 turn_events.append(
-                    event(k.TOOL_RESULT, call_id=call["id"], name=call["name"], content=result)
+                    event(ev.ToolResult, call_id=call["id"], name=call["name"], content=result)
                 )
         reply = _text(rng, 1200)
         context_chars += len(reply)
         turn_events.append(
             event(
-                k.ASSISTANT_MESSAGE,
+                ev.AssistantMessage,
                 content=reply,
                 tool_calls=[],
                 usage=usage(context_chars, len(reply)),
@@ -143,7 +143,7 @@ def generate_events(n: int, seed: int = 1) -> Iterator[dict[str, Any]]:
                 finish_reason="stop",
             )
         )
-        turn_events.append(event(k.TURN_END, turn=turn, status="ok"))
+        turn_events.append(event(ev.TurnEnd, turn=turn, status="ok"))
         for item in turn_events:
             if item["seq"] > n:
                 return

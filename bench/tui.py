@@ -270,7 +270,7 @@ async def _scenario_launch(pilot: Pilot[Any], trove: bool, args: argparse.Namesp
 async def _scenario_keys(pilot: Pilot[Any], trove: bool, args: argparse.Namespace) -> None:
     import asyncio
 
-    from engine import log as k
+    from engine import events as ev
     from tui.widgets.prompt_input import PromptInput
 
     app: Any = pilot.app
@@ -278,7 +278,7 @@ async def _scenario_keys(pilot: Pilot[Any], trove: bool, args: argparse.Namespac
     log = app.runtime.thread.log
 
     def replies() -> int:
-        return sum(1 for e in log.events if e["kind"] == k.TURN_END)
+        return sum(1 for e in log.events if isinstance(e, ev.TurnEnd))
 
     for question in ("first question", "second question"):
         done = replies()
@@ -831,7 +831,7 @@ def bench_stream(work: Path, runs: int) -> None:
 
 def write_big_thread(home: Path, messages: int) -> tuple[str, int]:
     """A thread of `messages` user/assistant messages (with their turn markers)."""
-    from engine import log as k
+    from engine import events as ev
     from engine.log import SessionLog
     from engine.session import LOG_NAME, thread_dir
 
@@ -848,17 +848,18 @@ def write_big_thread(home: Path, messages: int) -> tuple[str, int]:
         "can still find it later."
     )
     for turn in range(1, messages // 2 + 1):
-        log.append(k.TURN_START, turn=turn, items=[])
-        log.append(k.USER_MESSAGE, text=f"Question {turn}: how does the session log stay safe?")
+        log.append(ev.TurnStart(turn=turn, items=[]))
+        log.append(ev.UserMessage(text=f"Question {turn}: how does the session log stay safe?"))
         log.append(
-            k.ASSISTANT_MESSAGE,
-            content=f"Answer {turn}. {reply}",
-            tool_calls=[],
-            usage={"prompt_tokens": 10, "completion_tokens": 90, "total_tokens": 100},
-            model="scripted-model",
-            finish_reason="stop",
+            ev.AssistantMessage(
+                content=f"Answer {turn}. {reply}",
+                tool_calls=[],
+                usage={"prompt_tokens": 10, "completion_tokens": 90, "total_tokens": 100},
+                model="scripted-model",
+                finish_reason="stop",
+            )
         )
-        log.append(k.TURN_END, turn=turn, status="ok")
+        log.append(ev.TurnEnd(turn=turn, status="ok"))
     log.flush()
     count = len(log.events)
     log.close()

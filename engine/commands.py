@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from engine import log as k
+from engine.events import CommandDone, CommandRun
 from engine.log import LogWriteError, SessionLog
 
 Handler = Callable[[str], Awaitable[str]]
@@ -127,7 +127,7 @@ class CommandRegistry:
         except CommandError as exc:
             return CommandResult(text.strip().split()[0][1:], False, str(exc))
         try:
-            run: int | None = self.log.append(k.COMMAND_RUN, name=command.name, args=args)["seq"]
+            run: int | None = self.log.append(CommandRun(name=command.name, args=args)).seq
         except LogWriteError:
             # A full disk or a read-only view: the command still runs (/quit, /new
             # and /help must work then), unlogged; /compact meets the disk itself.
@@ -157,12 +157,19 @@ class CommandRegistry:
         self._done(command, run, result=result)
         return CommandResult(command.name, True, result, command.show)
 
-    def _done(self, command: Command, run: int | None, **fields: Any) -> None:
+    def _done(
+        self,
+        command: Command,
+        run: int | None,
+        *,
+        error: str | None = None,
+        result: str | None = None,
+    ) -> None:
         """The lifecycle's end; the result stands even when the disk cannot record it."""
         if run is None:
             return
         with contextlib.suppress(LogWriteError):
-            self.log.append(k.COMMAND_DONE, name=command.name, run=run, **fields)
+            self.log.append(CommandDone(name=command.name, run=run, error=error, result=result))
 
     async def aclose(self) -> None:
         """Cancel running commands and wait until each has unwound (its bracket closed)."""

@@ -18,7 +18,17 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NewType, Protocol
 
-from engine import log as k
+from engine.events import (
+    AssistantMessage,
+    InboxEdited,
+    InboxQueued,
+    InboxRemoved,
+    ToolCall,
+    ToolResult,
+    TurnEnd,
+    TurnStart,
+    UserMessage,
+)
 from engine.log import LogWriteError, SessionLog
 from engine.model import ContextOverflowError, ModelError
 from engine.surface import Message, Surface
@@ -189,8 +199,8 @@ class Driver:
         """
         if self._closed:
             raise DriverClosedError("the session is closed; input was not accepted")
-        event = self.log.append(k.INBOX_QUEUED, text=text, waking=waking, placement=placement)
-        item = InboxItem(InboxItemId(event["seq"]), text, waking, placement)
+        event = self.log.append(InboxQueued(text=text, waking=waking, placement=placement))
+        item = InboxItem(InboxItemId(event.seq), text, waking, placement)
         if placement == "next-step" and self.accepts_next_step:
             self._steering.append(item)
         else:
@@ -204,16 +214,16 @@ class Driver:
         """Durable context that never wakes the driver and is never withheld."""
         if self._closed:
             raise DriverClosedError("the session is closed; context was not accepted")
-        event = self.log.append(k.USER_MESSAGE, text=text, source="inject")
+        event = self.log.append(UserMessage(text=text, source="inject"))
         self._changed()
-        return event["seq"]
+        return event.seq
 
     def remove(self, item_id: InboxItemId) -> bool:
         """Withdraw a queued item before it starts; it stays in the log as removed."""
         for queue in (self._inbox, self._steering):
             for item in queue:
                 if item.id == item_id:
-                    self.log.append(k.INBOX_REMOVED, item_id=item_id)
+                    self.log.append(InboxRemoved(item_id=item_id))
                     queue.remove(item)
                     self._changed()
                     return True
@@ -223,7 +233,7 @@ class Driver:
         """Change a queued item's text; its id and place are kept."""
         for item in self.inbox:
             if item.id == item_id:
-                self.log.append(k.INBOX_EDITED, item_id=item_id, text=text)
+                self.log.append(InboxEdited(item_id=item_id, text=text))
                 item.text = text
                 self._changed()
                 return True
@@ -236,14 +246,13 @@ class Driver:
         """
         pending: dict[int, InboxItem] = {}
         for event in self.log.events:
-            kind = event["kind"]
-            if kind == k.INBOX_QUEUED:
-                item_id = InboxItemId(event["seq"])
-                pending[item_id] = InboxItem(item_id, event.get("text", ""), False, "follow-up")
-            elif kind == k.INBOX_EDITED and event.get("item_id") in pending:
-                pending[event["item_id"]].text = event.get("text", "")
-            elif kind in (k.INBOX_REMOVED, k.USER_MESSAGE):
-                pending.pop(event.get("item_id"), None)
+            if isinstance(event, InboxQueued):
+                item_id = InboxItemId(event.seq)
+                pending[item_id] = InboxItem(item_id, event.text, False, "follow-up")
+            elif isinstance(event, InboxEdited) and event.item_id in pending:
+                pending[event.item_id].text = event.text
+            elif isinstance(event, InboxRemoved | UserMessage) and event.item_id is not None:
+                pending.pop(event.item_id, None)
         self._inbox = list(pending.values())
 
     # -- admission -----------------------------------------------------------
@@ -320,7 +329,7 @@ class Driver:
     def _deliver_steering(self) -> None:
         while self._steering:
             item = self._steering[0]
-            self.log.append(k.USER_MESSAGE, text=item.text, item_id=item.id, placement="next-step")
+            self.log.append(UserMessage(text=item.text, item_id=item.id, placement="next-step"))
             self._steering.pop(0)
 
     async def _request(self, turn: int) -> Any:
@@ -358,10 +367,10 @@ class Driver:
         pending_calls: list[Any] = []
         rounds = 0
         try:
-            self.log.append(k.TURN_START, turn=turn, items=[item.id for item in items])
+            self.log.append(TurnStart(turn=turn, items=[item.id for item in items]))
             started = True
             for item in items:
-                self.log.append(k.USER_MESSAGE, text=item.text, item_id=item.id)
+                self.log.append(UserMessage(text=item.text, item_id=item.id))
                 delivered.add(item.id)
             while True:
                 self._deliver_steering()
@@ -369,14 +378,13 @@ class Driver:
                 self._partial = []
                 calls = list(completion.tool_calls)
                 self.log.append(
-                    k.ASSISTANT_MESSAGE,
-                    content=completion.content,
-                    tool_calls=[
-                        {"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls
-                    ],
-                    usage=completion.usage,
-                    model=completion.model,
-                    finish_reason=completion.finish_reason,
+                    AssistantMessage(
+                        content=completion.content,
+                        tool_calls=[ToolCall(c.id, c.name, c.arguments) for c in calls],
+                        usage=completion.usage,
+                        model=completion.model,
+                        finish_reason=completion.finish_reason,
+                    )
                 )
                 if calls and rounds >= self.max_tool_rounds:
                     # A model that never stops calling tools would keep the turn (and
@@ -391,7 +399,7 @@ class Driver:
                     for call in calls:
                         content = error_result("tool_round_limit", f"not run: {error}")
                         self.log.append(
-                            k.TOOL_RESULT, call_id=call.id, name=call.name, content=content
+                            ToolResult(call_id=call.id, name=call.name, content=content)
                         )
                     break
                 rounds += bool(calls)
@@ -399,7 +407,7 @@ class Driver:
                 while pending_calls:
                     call = pending_calls[0]
                     content = await self.tools.call(call.name, call.arguments)
-                    self.log.append(k.TOOL_RESULT, call_id=call.id, name=call.name, content=content)
+                    self.log.append(ToolResult(call_id=call.id, name=call.name, content=content))
                     pending_calls.pop(0)
                 if not calls and not self._steering:
                     break
@@ -422,12 +430,8 @@ class Driver:
         finally:
             self._partial = []
             if started:
-                fields: dict[str, Any] = {"turn": turn, "status": status}
-                if error is not None:
-                    fields["error"] = error
-                if reason is not None:
-                    fields["reason"] = reason
-                failed = self._try_append(k.TURN_END, **fields)
+                end = TurnEnd(turn=turn, status=status, error=error, reason=reason)
+                failed = self._try_append(end)
                 if failed is not None:  # the log cannot say it, so say it here, once
                     self._tell(
                         "on_failure", error or f"the end of the turn was not recorded: {failed}"
@@ -457,17 +461,19 @@ class Driver:
         """Keep what an interrupted request streamed, and answer its open tool calls."""
         partial = "".join(self._partial)
         if partial.strip() or (cancelled and partial):
-            marks = {"cancelled": True} if cancelled else {"interrupted": True}
-            self._try_append(k.ASSISTANT_MESSAGE, content=partial, tool_calls=[], **marks)
+            kept = AssistantMessage(
+                content=partial, tool_calls=[], cancelled=cancelled, interrupted=not cancelled
+            )
+            self._try_append(kept)
         for call in pending_calls:
-            self._try_append(k.TOOL_RESULT, call_id=call.id, name=call.name, content=result)
+            self._try_append(ToolResult(call_id=call.id, name=call.name, content=result))
 
-    def _try_append(self, kind: str, **fields: Any) -> LogWriteError | None:
+    def _try_append(self, event: AssistantMessage | ToolResult | TurnEnd) -> LogWriteError | None:
         """An append during clean-up: a disk failure must not stop the clean-up.
 
         The failure is returned, not reported: the turn's end reports once."""
         try:
-            self.log.append(kind, **fields)
+            self.log.append(event)
         except LogWriteError as exc:
             return exc
         return None

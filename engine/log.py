@@ -3,6 +3,9 @@
 The log is the single source of truth. The surface the model sees, the turn
 counter, the inbox that survives a crash and the compaction lock are all
 derived from it by replay, so a reader only ever needs this file.
+
+Each line is one `engine.events` Struct: a load gives typed events (or one
+`file:line` error), and an append takes a typed payload and stamps it.
 """
 
 from __future__ import annotations
@@ -17,33 +20,29 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
-import orjson
+import msgspec
+from msgspec.structs import replace
 
-from engine.event_shapes import SHAPES
+from engine.events import (
+    KINDS,
+    CompactEnd,
+    CompactStart,
+    EndSeed,
+    Event,
+    KnownEvent,
+    LogEvent,
+    TurnEnd,
+    TurnStart,
+    UnknownEvent,
+    to_dict,
+)
 from engine.private import open_private, private_dir
 
-Event = dict[str, Any]
-Listener = Callable[[Event], None]
+Listener = Callable[[LogEvent], None]
 Clock = Callable[[], datetime]
-
-USER_MESSAGE = "user/message"
-ASSISTANT_MESSAGE = "assistant/message"
-TOOL_RESULT = "tool/result"
-TURN_START = "turn/start"
-TURN_END = "turn/end"
-COMPACT_START = "compact/start"
-COMPACT_SUMMARY = "compact/summary"
-COMPACT_END = "compact/end"
-COMMAND_RUN = "command/run"
-COMMAND_DONE = "command/done"
-END_SEED = "session/end-seed"
-SESSION_FORK = "session/fork"
-COMPACT_ARCHIVED = "compact/archived"  # originals archived after the bracket closed
-INBOX_QUEUED = "inbox/queued"
-INBOX_REMOVED = "inbox/removed"
-INBOX_EDITED = "inbox/edited"
+E = TypeVar("E", bound=Event | UnknownEvent)
 
 
 class LogCorruptError(Exception):
@@ -65,31 +64,26 @@ class TailState:
     is stale and must not wedge the resumed session.
     """
 
-    open_turn: Event | None = None
-    open_compact: Event | None = None
-    end_seed: Event | None = None
-    stale_compacts: list[Event] = field(default_factory=list)
+    open_turn: TurnStart | None = None
+    open_compact: CompactStart | None = None
+    end_seed: EndSeed | None = None
+    stale_compacts: list[CompactStart] = field(default_factory=list)
     last_turn: int = 0
 
-    def apply(self, event: Event) -> None:
-        kind = event["kind"]
-        if kind == TURN_START:
+    def apply(self, event: LogEvent) -> None:
+        if isinstance(event, TurnStart):
             self.open_turn = event
-            turn = event.get("turn")
-            if isinstance(turn, int) and turn > self.last_turn:
-                self.last_turn = turn
-        elif kind == TURN_END:
-            if self.open_turn is not None and self.open_turn.get("turn") == event.get("turn"):
+            if event.turn > self.last_turn:
+                self.last_turn = event.turn
+        elif isinstance(event, TurnEnd):
+            if self.open_turn is not None and self.open_turn.turn == event.turn:
                 self.open_turn = None
-        elif kind == COMPACT_START:
+        elif isinstance(event, CompactStart):
             self.open_compact = event
-        elif kind == COMPACT_END:
-            if self.open_compact is not None and event.get("start") in (
-                None,
-                self.open_compact["seq"],
-            ):
+        elif isinstance(event, CompactEnd):
+            if self.open_compact is not None and event.start in (None, self.open_compact.seq):
                 self.open_compact = None
-        elif kind == END_SEED:
+        elif isinstance(event, EndSeed):
             if self.open_compact is not None:
                 self.stale_compacts.append(self.open_compact)
             self.open_compact = None
@@ -107,27 +101,37 @@ def _format_ts(moment: datetime) -> str:
 
 @dataclass
 class LoadResult:
-    events: list[Event]
+    events: list[LogEvent]
     torn: str | None
     good_bytes: int
 
 
-def _parse_all(body: bytes) -> list[Any] | None:
-    """One json.loads over the whole file: the fast path for a healthy log.
+_FILE_DECODER = msgspec.json.Decoder(list[KnownEvent])
+_LINE_DECODER = msgspec.json.Decoder(KnownEvent)
+_ENCODER = msgspec.json.Encoder()
+_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
-    Per-line parsing costs a call per event; a log of well-formed lines is
-    also one well-formed array when joined, so parse that, and fall back to
-    the line-by-line reader only to say which line is bad.
+
+def _decode_all(body: bytes) -> list[LogEvent] | None:
+    """One typed decode of the whole file: the fast path for a healthy log.
+
+    A log of well-formed lines is also one well-formed array when joined, so
+    decode that; anything it does not take (a bad line, a kind this code does
+    not know, a seq out of order) goes to the line-by-line reader, which says
+    which line is bad or keeps the unknown event.
     """
     if not body:
         return []
     if b"\n\n" in body or body.startswith(b"\n"):
         return None  # a blank line: let the careful path name it
     try:
-        parsed = orjson.loads(b"[" + body.replace(b"\n", b",") + b"]")
-    except orjson.JSONDecodeError:
+        events: list[LogEvent] = list(_FILE_DECODER.decode(b"[" + body.replace(b"\n", b",") + b"]"))
+    except _DECODE_ERRORS:
         return None
-    return parsed
+    for expected, event in enumerate(events, 1):
+        if event.seq != expected:
+            return None
+    return events
 
 
 def _check(path: Path, lineno: int, event: Any, expected: int) -> None:
@@ -138,10 +142,68 @@ def _check(path: Path, lineno: int, event: Any, expected: int) -> None:
     seq = event.get("seq")
     if type(seq) is not int or seq != expected:
         raise LogCorruptError(path, lineno, f"expected seq {expected}, found {seq!r:.40}")
-    check = SHAPES.get(event["kind"])
-    problem = None if check is None else check(event)
-    if problem is not None:
-        raise LogCorruptError(path, lineno, problem)
+
+
+def parse_line(path: Path, lineno: int, raw: bytes) -> LogEvent:
+    """One line: a typed event, an unknown kind kept, or a file:line error."""
+    try:
+        event: LogEvent = _LINE_DECODER.decode(raw)
+    except _DECODE_ERRORS:
+        pass
+    else:
+        if event.seq == lineno:
+            return event
+    # The careful way, to name the problem (or keep a kind this code does not know).
+    if not raw.strip():
+        raise LogCorruptError(path, lineno, "empty line")
+    try:
+        value = json.loads(raw)
+    except UnicodeDecodeError:
+        raise LogCorruptError(path, lineno, "not valid UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise LogCorruptError(path, lineno, f"not valid JSON ({exc.msg})") from None
+    except ValueError as exc:  # e.g. an integer past the 4,300-digit limit
+        raise LogCorruptError(path, lineno, f"not valid JSON ({exc})") from None
+    except RecursionError:
+        raise LogCorruptError(path, lineno, "not valid JSON (nested too deeply)") from None
+    _check(path, lineno, value, lineno)
+    return from_dict(value, path=path, lineno=lineno)
+
+
+def decode_line(raw: bytes) -> LogEvent:
+    """One line on its own, its seq unchecked: for tools that follow a log as it grows.
+
+    Raises ValueError for a line that is not a log event, LogCorruptError for
+    one of the wrong shape.
+    """
+    try:
+        event: LogEvent = _LINE_DECODER.decode(raw)
+    except _DECODE_ERRORS:
+        value = json.loads(raw)
+        if not isinstance(value, dict) or type(value.get("seq")) is not int:
+            raise ValueError("not a log event") from None
+        if not isinstance(value.get("kind"), str):
+            raise ValueError("not a log event") from None
+        return from_dict(value, path=Path("<line>"), lineno=value["seq"])
+    return event
+
+
+def from_dict(value: dict[str, Any], *, path: Path, lineno: int) -> LogEvent:
+    """A parsed line as its typed event (`seq` and `kind` already checked)."""
+    kind = value["kind"]
+    if kind not in KINDS:
+        fields = {name: item for name, item in value.items() if name not in _STAMP}
+        return UnknownEvent(seq=value["seq"], ts=str(value.get("ts", "")), kind=kind, fields=fields)
+    try:
+        event: LogEvent = msgspec.convert(value, KnownEvent)
+    except msgspec.ValidationError as exc:
+        raise LogCorruptError(path, lineno, f"{kind}: {exc}") from None
+    except RecursionError:
+        raise LogCorruptError(path, lineno, f"{kind}: nested too deeply") from None
+    return event
+
+
+_STAMP = frozenset({"seq", "ts", "kind"})
 
 
 @contextlib.contextmanager
@@ -175,39 +237,10 @@ def _read_events(path: Path) -> LoadResult:
             f"{path}:{line}: ignored a torn last line "
             f"({len(tail)} bytes) left by an interrupted write"
         )
-    parsed = _parse_all(body[:-1]) if body else []
+    parsed = _decode_all(body[:-1]) if body else []
     if parsed is not None and len(parsed) == body.count(b"\n"):
-        shapes = SHAPES
-        for seq, event in enumerate(parsed, 1):
-            if (
-                type(event) is not dict
-                or type(event.get("seq")) is not int
-                or event["seq"] != seq
-                or type(event.get("kind")) is not str
-            ):
-                _check(path, seq, event, seq)  # raises with the exact problem
-            check = shapes.get(event["kind"])
-            if check is not None and (problem := check(event)) is not None:
-                raise LogCorruptError(path, seq, problem)
         return LoadResult(parsed, torn, cut)
-    events: list[Event] = []
-    for index, raw in enumerate(body.split(b"\n")[:-1]):
-        lineno = index + 1
-        if not raw.strip():
-            raise LogCorruptError(path, lineno, "empty line")
-        try:
-            event = json.loads(raw)
-        except UnicodeDecodeError:
-            raise LogCorruptError(path, lineno, "not valid UTF-8") from None
-        except json.JSONDecodeError as exc:
-            raise LogCorruptError(path, lineno, f"not valid JSON ({exc.msg})") from None
-        except ValueError as exc:  # e.g. an integer past the 4,300-digit limit
-            raise LogCorruptError(path, lineno, f"not valid JSON ({exc})") from None
-        except RecursionError:
-            # orjson refuses deep nesting outright; json then runs out of stack.
-            raise LogCorruptError(path, lineno, "not valid JSON (nested too deeply)") from None
-        _check(path, lineno, event, lineno)
-        events.append(event)
+    events = [parse_line(path, index + 1, raw) for index, raw in enumerate(body.split(b"\n")[:-1])]
     return LoadResult(events, torn, cut)
 
 
@@ -241,15 +274,15 @@ class LogWriteError(OSError):
         return self.message
 
 
-ListenerErrorHandler = Callable[[Listener, Event, Exception], None]
+ListenerErrorHandler = Callable[[Listener, LogEvent, Exception], None]
 
 
-def _report_listener_error(listener: Listener, event: Event, exc: Exception) -> None:
+def _report_listener_error(listener: Listener, event: LogEvent, exc: Exception) -> None:
     """A front end's callback failed; the engine goes on and says so once, on the logger."""
     logging.getLogger("trove").warning(
         "a log listener (%s) failed on %s: %s: %s",
         getattr(listener, "__qualname__", listener),
-        event.get("kind"),
+        event.kind,
         type(exc).__name__,
         exc,
     )
@@ -267,11 +300,26 @@ def _scrub(value: Any) -> Any:
     return value
 
 
-def encode_line(event: Event) -> bytes:
+def encode_line(event: LogEvent) -> tuple[bytes, LogEvent]:
+    """The event's line, and the event as read back from that line.
+
+    Reading it back is what makes "a thread's log always loads" hold for what
+    this process writes: a payload built with the wrong types (Structs do not
+    check on construction) is refused here, before anything is written. The
+    event returned is the one a replay will see (lone surrogates scrubbed).
+    """
+    value: Any = to_dict(event) if isinstance(event, UnknownEvent) else event
     try:
-        return orjson.dumps(event) + b"\n"
-    except orjson.JSONEncodeError:
-        return orjson.dumps(_scrub(event)) + b"\n"
+        line = _ENCODER.encode(value) + b"\n"
+    except UnicodeEncodeError:
+        line = _ENCODER.encode(_scrub(to_dict(event))) + b"\n"
+    if isinstance(event, UnknownEvent) and event.kind not in KINDS:
+        fields = {name: item for name, item in _scrub(event.fields).items()}
+        return line, replace(event, fields=fields)
+    try:  # a known kind, even when given as raw fields: as a replay will read it
+        return line, _LINE_DECODER.decode(line)
+    except msgspec.ValidationError as exc:
+        raise TypeError(f"a {event.kind} payload of the wrong shape: {exc}") from None
 
 
 class SessionLog:
@@ -295,7 +343,7 @@ class SessionLog:
     def __init__(self, path: Path, *, clock: Clock = _utcnow) -> None:
         self.path = path
         self.clock = clock
-        self.events: list[Event] = []
+        self.events: list[LogEvent] = []
         self.tail = TailState()
         self.listeners: list[Listener] = []
         self.projections: list[Listener] = []
@@ -355,8 +403,9 @@ class SessionLog:
 
         return unsubscribe
 
-    def append(self, kind: str, **fields: Any) -> Event:
-        """Write one event; projections and listeners run after the line is written.
+    def append(self, payload: E) -> E:
+        """Stamp the payload with the next seq and the time, and write it; projections
+        and listeners run after the line is written. Returns the stamped event.
 
         A listener may append in turn (re-entrancy is allowed): the event it
         sees is already durable and already counted in `tail`.
@@ -367,9 +416,10 @@ class SessionLog:
             raise LogWriteError(self.path, self._broken)
         if self._fd is None:
             raise LogWriteError(self.path, "the log is closed")
-        event: Event = {"seq": self.next_seq, "ts": _format_ts(self.clock()), "kind": kind}
-        event.update(fields)
-        self._write(encode_line(event))
+        stamped = replace(payload, seq=self.next_seq, ts=_format_ts(self.clock()))
+        line, written = encode_line(stamped)
+        event = cast(E, written)
+        self._write(line)
         self.events.append(event)
         self.tail.apply(event)
         for projection in self.projections:

@@ -17,8 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from engine import log as k
-from engine.log import Event
+from engine.events import CompactEnd, CompactStart, LogEvent, TurnEnd, TurnStart
 
 if TYPE_CHECKING:
     from engine.driver import Driver
@@ -29,7 +28,7 @@ if TYPE_CHECKING:
 class LogAppended:
     """An event reached the log (it is already durable)."""
 
-    event: Event
+    event: LogEvent
 
 
 @dataclass(frozen=True)
@@ -72,7 +71,7 @@ class Failure:
     text: str
 
 
-_STATE_KINDS = frozenset((k.COMPACT_START, k.COMPACT_END, k.TURN_START, k.TURN_END))
+_STATE_KINDS = (CompactStart, CompactEnd, TurnStart, TurnEnd)
 
 Notification = LogAppended | ReplyDelta | StateChanged | Failure
 Listener = Callable[[Notification], None]
@@ -144,9 +143,9 @@ class DriverRelay:
     def on_failure(self, text: str) -> None:
         self._port.publish(Failure(text))
 
-    def on_event(self, event: Event) -> None:
+    def on_event(self, event: LogEvent) -> None:
         """The log's listener: every appended event, then the state when the event changed
         what runs (a turn or a compaction starts or ends without a driver callback)."""
         self._port.publish(LogAppended(event))
-        if event["kind"] in _STATE_KINDS:
+        if isinstance(event, _STATE_KINDS):
             self.on_state()

@@ -14,10 +14,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-import orjson
-
-from engine import log as k
-from engine.log import LogCorruptError, SessionLog, read_events
+from engine.events import (
+    AssistantMessage,
+    Checkpoint,
+    EndSeed,
+    InboxQueued,
+    SessionFork,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+from engine.log import LogCorruptError, SessionLog, parse_line, read_events
 from engine.private import private_dir
 from engine.safe_text import safe_text
 from engine.thread_lock import ThreadLock
@@ -68,16 +75,15 @@ def _title(path: Path) -> str:
             head = [line for _, line in zip(range(200), fh, strict=False)]
     except OSError:
         return "(unreadable)"
-    for line in head:
+    for index, line in enumerate(head, 1):
         try:
-            event = orjson.loads(line)
-        except orjson.JSONDecodeError:
+            event = parse_line(path, index, line.rstrip(b"\n"))
+        except LogCorruptError:
             break
-        if type(event) is not dict:
-            break
-        if event.get("kind") in (k.USER_MESSAGE, k.INBOX_QUEUED) and not event.get("checkpoint"):
-            text = event.get("text")
-            words = safe_text(text).split() if isinstance(text, str) else []
+        if isinstance(event, InboxQueued) or (
+            isinstance(event, UserMessage) and event.checkpoint is None
+        ):
+            words = safe_text(event.text).split()
             if words:
                 return " ".join(words)[:60]
     return "(empty)"
@@ -167,7 +173,7 @@ class Thread:
         try:
             log = SessionLog.open(directory / LOG_NAME)
             if log.events:
-                log.append(k.END_SEED, previous=len(log.events))
+                log.append(EndSeed(previous=len(log.events)))
         except BaseException:
             lock.release()
             raise
@@ -222,35 +228,31 @@ def fork_thread(
     fork = Thread.create(home, user_id, new_id)
     log = fork.log
     try:
-        log.append(k.SESSION_FORK, from_thread=thread_id, from_seq=len(events))
+        log.append(SessionFork(from_thread=thread_id, from_seq=len(events)))
         for entry in Surface.from_events(events).entries:
             message = entry.message
             if entry.role == "user":
-                fields: dict[str, object] = {"text": message.get("content", "")}
-                if entry.checkpoint:
-                    fields["checkpoint"] = {"forked_from": entry.seq}
-                elif entry.seq in hidden:
-                    fields["source"] = "inject"
-                log.append(k.USER_MESSAGE, **fields)
+                log.append(
+                    UserMessage(
+                        text=message.get("content", ""),
+                        checkpoint=Checkpoint(forked_from=entry.seq) if entry.checkpoint else None,
+                        source="inject" if not entry.checkpoint and entry.seq in hidden else None,
+                    )
+                )
             elif entry.role == "assistant":
                 calls = [
-                    {
-                        "id": call["id"],
-                        "name": call["function"]["name"],
-                        "arguments": call["function"]["arguments"],
-                    }
+                    ToolCall(
+                        id=call["id"],
+                        name=call["function"]["name"],
+                        arguments=call["function"]["arguments"],
+                    )
                     for call in message.get("tool_calls", ())
                 ]
-                log.append(
-                    k.ASSISTANT_MESSAGE, content=message.get("content", ""), tool_calls=calls
-                )
+                log.append(AssistantMessage(content=message.get("content", ""), tool_calls=calls))
             elif entry.role == "tool":
-                log.append(
-                    k.TOOL_RESULT, call_id=message.get("tool_call_id"), content=message["content"]
-                )
+                log.append(ToolResult(call_id=message["tool_call_id"], content=message["content"]))
         for note in notebook_at(events):
-            kind, fields = note_event(note.key, note.content, list(note.source_ids))
-            log.append(kind, **fields)
+            log.append(note_event(note.key, note.content, list(note.source_ids)))
         log.flush()
     finally:
         fork.close()

@@ -13,7 +13,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from engine import log as k
+from engine.events import (
+    AssistantMessage,
+    Checkpoint,
+    CompactSummary,
+    EndSeed,
+    LogEvent,
+    ToolResult,
+    TurnEnd,
+    TurnStart,
+    UserMessage,
+)
+from engine.log import paused_gc
 
 Message = dict[str, Any]
 
@@ -51,17 +62,16 @@ class Entry:
     result_of: str | None = None
 
 
-def _assistant_message(event: k.Event) -> Message:
-    message: Message = {"role": "assistant", "content": event.get("content") or ""}
-    calls = event.get("tool_calls") or []
-    if calls:
+def _assistant_message(event: AssistantMessage) -> Message:
+    message: Message = {"role": "assistant", "content": event.content or ""}
+    if event.tool_calls:
         message["tool_calls"] = [
             {
-                "id": call["id"],
+                "id": call.id,
                 "type": "function",
-                "function": {"name": call["name"], "arguments": call.get("arguments") or "{}"},
+                "function": {"name": call.name, "arguments": call.arguments or "{}"},
             }
-            for call in calls
+            for call in event.tool_calls
         ]
     return message
 
@@ -81,24 +91,19 @@ class Surface:
         self.version += 1
 
     @classmethod
-    def from_events(cls, events: Iterable[k.Event]) -> Surface:
+    def from_events(cls, events: Iterable[LogEvent]) -> Surface:
         surface = cls()
-        with k.paused_gc():
+        with paused_gc():
             for event in events:
                 surface.apply(event)
         return surface
 
-    def apply(self, event: k.Event) -> None:
-        kind = event["kind"]
-        if kind == k.TURN_START:
-            self._turn = event.get("turn")
-        elif kind in (k.TURN_END, k.END_SEED):
-            self._turn = None
-        elif kind == k.USER_MESSAGE:
-            text = event.get("text", "")
-            checkpoint = event.get("checkpoint")
+    def apply(self, event: LogEvent) -> None:
+        if isinstance(event, UserMessage):
+            text = event.text
+            checkpoint = event.checkpoint
             entry = Entry(
-                seq=event["seq"],
+                seq=event.seq,
                 role="user",
                 message={"role": "user", "content": text},
                 tokens=estimate_tokens(text),
@@ -110,16 +115,16 @@ class Surface:
                 self.version += 1
             else:
                 self._add(entry)
-        elif kind == k.ASSISTANT_MESSAGE:
+        elif isinstance(event, AssistantMessage):
             message = _assistant_message(event)
             size = len(message["content"]) + sum(
                 len(c["function"]["name"]) + len(c["function"]["arguments"])
                 for c in message.get("tool_calls", ())
             )
-            calls = tuple(call["id"] for call in message.get("tool_calls", ()))
+            calls = tuple(call.id for call in event.calls)
             self._add(
                 Entry(
-                    event["seq"],
+                    event.seq,
                     "assistant",
                     message,
                     tokens_for_chars(size),
@@ -127,24 +132,28 @@ class Surface:
                     call_ids=calls,
                 )
             )
-        elif kind == k.TOOL_RESULT:
-            content = event.get("content", "")
-            message = {"role": "tool", "tool_call_id": event.get("call_id", ""), "content": content}
+        elif isinstance(event, ToolResult):
+            content = event.content
+            message = {"role": "tool", "tool_call_id": event.call_id, "content": content}
             self._add(
                 Entry(
-                    event["seq"],
+                    event.seq,
                     "tool",
                     message,
                     estimate_tokens(content),
                     turn=self._turn,
-                    result_of=message["tool_call_id"],
+                    result_of=event.call_id,
                 )
             )
-        elif kind == k.COMPACT_SUMMARY:
-            self._replacements[event["seq"]] = list(event.get("replaced") or ())
+        elif isinstance(event, TurnStart):
+            self._turn = event.turn
+        elif isinstance(event, TurnEnd | EndSeed):
+            self._turn = None
+        elif isinstance(event, CompactSummary):
+            self._replacements[event.seq] = list(event.replaced or ())
 
-    def _place_checkpoint(self, entry: Entry, checkpoint: dict[str, Any]) -> None:
-        replaced = set(self._replacements.pop(checkpoint.get("summary"), ()))
+    def _place_checkpoint(self, entry: Entry, checkpoint: Checkpoint) -> None:
+        replaced = set(self._replacements.pop(checkpoint.summary or 0, ()))
         position = None
         kept: list[Entry] = []
         for current in self.entries:

@@ -57,20 +57,23 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from msgspec.structs import replace
 
-from engine import log as k
+from engine import events as ev
 from engine.compaction.prompt import SUMMARY_INSTRUCTIONS
 from engine.config import Config, ConfigError, parse_config
 from engine.continuity.cli import cli_notes
-from engine.log import Event, read_events
+from engine.events import LogEvent, to_dict
+from engine.log import read_events
 from engine.model import Completion, ModelClient, ModelError
 from engine.runtime import Runtime
 from engine.safe_text import safe_text
 from engine.session import LOG_NAME
+
+E = TypeVar("E", bound=LogEvent)
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -365,7 +368,7 @@ class Report:
     answer: str | None = None
     notes: dict[str, Any] | None = None
     thread_id: str | None = None
-    transcript: list[Event] = field(default_factory=list)
+    transcript: list[LogEvent] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     error: str | None = None
 
@@ -396,38 +399,38 @@ class StopCheck(Exception):
 class TurnLog:
     """The log events one prompt produced, from its inbox entry to its turn's end."""
 
-    events: list[Event]
+    events: list[LogEvent]
     timed_out: bool
 
-    def of_kind(self, kind: str) -> list[Event]:
-        return [e for e in self.events if e["kind"] == kind]
+    def of_kind(self, kind: type[E]) -> list[E]:
+        return [e for e in self.events if isinstance(e, kind)]
 
     @property
     def status(self) -> str:
         if self.timed_out:
             return "timed out"
-        ends = self.of_kind(k.TURN_END)
+        ends = self.of_kind(ev.TurnEnd)
         if not ends:
             return "did not end"
         end = ends[-1]
-        return end["status"] + (f" ({end['error']})" if end.get("error") else "")
+        return str(end.status) + (f" ({end.error})" if end.error else "")
 
     @property
     def final_text(self) -> str | None:
         """The last assistant message that asked for no tool: the answer."""
-        for event in reversed(self.of_kind(k.ASSISTANT_MESSAGE)):
-            if not event.get("tool_calls") and not event.get("cancelled"):
-                return str(event.get("content") or "")
+        for event in reversed(self.of_kind(ev.AssistantMessage)):
+            if not event.tool_calls and not event.cancelled:
+                return event.content or ""
         return None
 
     def tool_results(self, name: str) -> list[dict[str, Any]]:
         """Parsed results of one tool; unparseable content counts as an error result."""
         out = []
-        for event in self.of_kind(k.TOOL_RESULT):
-            if event.get("name") != name:
+        for event in self.of_kind(ev.ToolResult):
+            if event.name != name:
                 continue
             try:
-                parsed = json.loads(event.get("content") or "")
+                parsed = json.loads(event.content)
             except json.JSONDecodeError:
                 parsed = None
             out.append(parsed if isinstance(parsed, dict) else {"status": "error"})
@@ -448,7 +451,7 @@ async def run_turn(runtime: Runtime, text: str, timeout: float) -> TurnLog:
         timed_out = True
         runtime.driver.cancel()
         await runtime.driver.when_idle()
-    return TurnLog([e for e in runtime.thread.log.events if e["seq"] > queued], timed_out)
+    return TurnLog([e for e in runtime.thread.log.events if e.seq > queued], timed_out)
 
 
 async def plant(runtime: Runtime, plants: list[Plant], report: Report, timeout: float) -> None:
@@ -471,14 +474,14 @@ async def compact(runtime: Runtime, report: Report) -> None:
     finally:
         runtime.compaction.model = runtime.model
     events = runtime.thread.log.events[before:]
-    summaries = [e for e in events if e["kind"] == k.COMPACT_SUMMARY]
-    ends = [e for e in events if e["kind"] == k.COMPACT_END]
-    archive = (ends[-1].get("archive") if ends else None) or {}
+    summaries = [e for e in events if isinstance(e, ev.CompactSummary)]
+    ends = [e for e in events if isinstance(e, ev.CompactEnd)]
+    archive = ends[-1].archive if ends and isinstance(ends[-1].archive, dict) else {}
     if not result.ok or not summaries:
         report.check("compacted", False, result.text)
         raise StopCheck
-    report.summary = str(summaries[-1].get("summary") or "")
-    replaced = len(summaries[-1].get("replaced") or ())
+    report.summary = summaries[-1].summary
+    replaced = len(summaries[-1].replaced or ())
     ok = (
         summarizer.calls == 1
         and isinstance(archive.get("batch"), int)
@@ -498,12 +501,12 @@ async def compact(runtime: Runtime, report: Report) -> None:
 async def resume(runtime: Runtime, report: Report) -> None:
     """The rebuilt agent: an end-seed at the seam, and no code anywhere in its context."""
     log = runtime.thread.log
-    seeded = runtime.thread.resumed and log.events[-1]["kind"] == k.END_SEED
+    seeded = runtime.thread.resumed and isinstance(log.events[-1], ev.EndSeed)
     entries = runtime.driver.surface.entries
     report.check(
         "resumed",
         seeded and bool(entries) and entries[0].checkpoint,
-        f"end-seed at seq {log.events[-1]['seq']}" if seeded else "no end-seed at the seam",
+        f"end-seed at seq {log.events[-1].seq}" if seeded else "no end-seed at the seam",
     )
     request = await runtime.driver.request_messages()
     leaked = leaked_codes(json.dumps(request, ensure_ascii=False), report.codes)
@@ -593,7 +596,7 @@ def output_record(report: Report, endpoint: Endpoint, home: Path | None) -> dict
         "notes": report.notes,
         "thread_id": report.thread_id,
         "home": str(home) if home is not None else None,
-        "transcript": report.transcript,
+        "transcript": [to_dict(event) for event in report.transcript],
         "model": endpoint.model,
         "base_url": endpoint.public_url,
         "timings": report.timings,

@@ -96,13 +96,14 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from engine import log as k  # noqa: E402
+from engine import events as ev  # noqa: E402
 from engine.compaction.prompt import SUMMARY_INSTRUCTIONS  # noqa: E402
 from engine.config import Config, load_config  # noqa: E402
 from engine.continuity.cli import thread_snapshot  # noqa: E402
 from engine.continuity.search import HistoryView  # noqa: E402
 from engine.continuity.status import scan_history, scope_binding  # noqa: E402
-from engine.log import Event, read_events  # noqa: E402
+from engine.events import LogEvent as Event  # noqa: E402
+from engine.log import LogCorruptError, TailState, decode_line, read_events  # noqa: E402
 from engine.runtime import Runtime  # noqa: E402
 from engine.session import LOG_NAME, Thread, thread_dir  # noqa: E402
 from engine.thread_lock import ThreadLock  # noqa: E402
@@ -243,9 +244,9 @@ def delivered_facts(events: list[Event]) -> dict[str, int]:
     """Fact → the seq of the user message that delivered it."""
     out: dict[str, int] = {}
     for event in events:
-        if event["kind"] == k.USER_MESSAGE and "item_id" in event:
-            for fact in FACT.findall(str(event.get("text", ""))):
-                out.setdefault(fact, event["seq"])
+        if isinstance(event, ev.UserMessage) and event.item_id is not None:
+            for fact in FACT.findall(event.text):
+                out.setdefault(fact, event.seq)
     return out
 
 
@@ -305,7 +306,11 @@ class Soak:
         if self.recover_next and roll < 0.7:
             # The last reopen was skipped: hit the child's own start-up recovery.
             plan = Plan(prompts, "event", rng.choice([0.0, 0.0, rng.uniform(0, 0.03)]))
-            plan.target = rng.choice([k.END_SEED, "compact/archived"]) if pending else k.END_SEED
+            plan.target = (
+                rng.choice([ev.kind_of(ev.EndSeed), ev.kind_of(ev.CompactArchived)])
+                if pending
+                else ev.kind_of(ev.EndSeed)
+            )
         elif roll < 0.2:
             plan = Plan(prompts, "timer", rng.uniform(0.0, 3.0))
         elif roll < 0.4:
@@ -314,26 +319,35 @@ class Soak:
             target = rng.choices(
                 [
                     "checkpoint",
-                    k.COMPACT_START,
-                    k.COMPACT_SUMMARY,
-                    k.COMPACT_END,
-                    k.TURN_START,
-                    k.ASSISTANT_MESSAGE,
-                    k.INBOX_QUEUED,
+                    ev.kind_of(ev.CompactStart),
+                    ev.kind_of(ev.CompactSummary),
+                    ev.kind_of(ev.CompactEnd),
+                    ev.kind_of(ev.TurnStart),
+                    ev.kind_of(ev.AssistantMessage),
+                    ev.kind_of(ev.InboxQueued),
                 ],
                 weights=[8, 4, 2, 2, 1, 1, 1],
             )[0]
-            if target == k.COMPACT_START:
+            if target == ev.kind_of(ev.CompactStart):
                 delay = rng.uniform(0, 0.3)
-            elif target in (k.TURN_START, k.INBOX_QUEUED):
+            elif target in (ev.kind_of(ev.TurnStart), ev.kind_of(ev.InboxQueued)):
                 delay = rng.uniform(0, 0.25)
             else:
                 delay = rng.choice([0.0, 0.0, rng.uniform(0, 0.02)])
             plan = Plan(prompts, "event", delay, target)
-        if round_no == 1 and plan.target not in (k.TURN_START, k.ASSISTANT_MESSAGE, ""):
+        if round_no == 1 and plan.target not in (
+            ev.kind_of(ev.TurnStart),
+            ev.kind_of(ev.AssistantMessage),
+            "",
+        ):
             plan = Plan(prompts, "ready", rng.uniform(0.0, 1.5))  # nothing to compact yet
         lines = list(prompts)
-        if plan.target in ("checkpoint", k.COMPACT_START, k.COMPACT_SUMMARY, k.COMPACT_END):
+        if plan.target in (
+            "checkpoint",
+            ev.kind_of(ev.CompactStart),
+            ev.kind_of(ev.CompactSummary),
+            ev.kind_of(ev.CompactEnd),
+        ):
             lines.insert(rng.randint(2, len(lines)), "/compact")
         elif rng.random() < 0.3:
             lines.insert(rng.randint(1, len(lines)), "/compact")
@@ -407,8 +421,8 @@ class Soak:
                     if plan.mode == "ready":
                         return True
                     if target == "checkpoint":
-                        return event["kind"] == k.USER_MESSAGE and "checkpoint" in event
-                    return event["kind"] == target
+                        return isinstance(event, ev.UserMessage) and event.checkpoint is not None
+                    return event.kind == target
 
                 hit = self._wait(child, lambda: watcher.poll(matches), deadline=watcher.deadline)
                 if hit:
@@ -483,11 +497,11 @@ class Soak:
             self.broken(f"the log does not load: {type(exc).__name__}: {exc}")
             return [], True
         scope = scope_binding(USER, self.thread_id)
-        tail = k.TailState()
+        tail = TailState()
         for event in events:
             tail.apply(event)
         if tail.open_compact is not None:
-            self.seen_open.add((self.thread_id, tail.open_compact["seq"]))
+            self.seen_open.add((self.thread_id, tail.open_compact.seq))
         for start in scan_history(events, scope).unarchived:
             self.seen_unarchived.add((self.thread_id, start))
         self.counts.mid_compaction = len(self.seen_open)
@@ -524,7 +538,7 @@ class Soak:
             self.counts.recovered.update(f for f in pending if f not in missing)
             if not await self.still_works(rt, round_no):
                 self.counts.wedged += 1
-            self.counts.compactions = sum(1 for e in log.events if e["kind"] == k.COMPACT_START)
+            self.counts.compactions = sum(1 for e in log.events if isinstance(e, ev.CompactStart))
         finally:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(rt.aclose(), STEP_TIMEOUT)
@@ -535,17 +549,19 @@ class Soak:
             self.note(f"round {round_no}: the lock is still held after closing: {exc}")
 
     def check_input(self, events: list[Event], inbox: set[int]) -> None:
-        queued = {e["seq"] for e in events if e["kind"] == k.INBOX_QUEUED}
-        removed = {e.get("item_id") for e in events if e["kind"] == k.INBOX_REMOVED}
+        queued = {e.seq for e in events if isinstance(e, ev.InboxQueued)}
+        removed = {e.item_id for e in events if isinstance(e, ev.InboxRemoved)}
         delivered: dict[int, int] = {}
         for e in events:
-            if e["kind"] == k.USER_MESSAGE and "item_id" in e:
-                delivered[e["item_id"]] = delivered.get(e["item_id"], 0) + 1
+            if isinstance(e, ev.UserMessage) and e.item_id is not None:
+                delivered[e.item_id] = delivered.get(e.item_id, 0) + 1
         self.counts.lost_input |= queued - delivered.keys() - removed - inbox
         self.counts.restored |= inbox
         self.counts.duplicated |= {i for i, n in delivered.items() if n > 1}
         self.counts.duplicated |= inbox & delivered.keys()
-        order = [e["item_id"] for e in events if e["kind"] == k.USER_MESSAGE and "item_id" in e]
+        order = [
+            e.item_id for e in events if isinstance(e, ev.UserMessage) and e.item_id is not None
+        ]
         self.counts.reordered |= {b for a, b in zip(order, order[1:], strict=False) if b < a}
 
     async def still_works(self, rt: Runtime, round_no: int) -> bool:
@@ -559,8 +575,8 @@ class Soak:
         except Exception as exc:
             self.note(f"round {round_no}: a new prompt did not finish: {type(exc).__name__} {exc}")
             return False
-        ends = [e for e in log.events if e["kind"] == k.TURN_END]
-        if not ends or ends[-1].get("status") != "ok" or rt.driver.inbox:
+        ends = [e for e in log.events if isinstance(e, ev.TurnEnd)]
+        if not ends or ends[-1].status != "ok" or rt.driver.inbox:
             self.note(f"round {round_no}: the new prompt ended {ends[-1] if ends else None}")
             return False
         try:
@@ -647,7 +663,7 @@ class Typist:
     so the child never blocks on writing.
     """
 
-    IDLE = (k.TURN_END, k.COMMAND_DONE, k.END_SEED)
+    IDLE = (ev.kind_of(ev.TurnEnd), ev.kind_of(ev.CommandDone), ev.kind_of(ev.EndSeed))
 
     def __init__(
         self,
@@ -701,7 +717,11 @@ class Typist:
             fh.seek(min(self.offset, size))
             lines = fh.read().split(b"\n")
             kinds = [json.loads(line).get("kind") for line in lines[:-1]]
-            if kinds.count(k.INBOX_QUEUED) < typed or not kinds or kinds[-1] not in self.IDLE:
+            if (
+                kinds.count(ev.kind_of(ev.InboxQueued)) < typed
+                or not kinds
+                or kinds[-1] not in self.IDLE
+            ):
                 return False
             self.stop.wait(0.02)
             return os.fstat(fh.fileno()).st_size == size
@@ -760,10 +780,10 @@ class LogWatcher:
         *lines, self.buffer = self.buffer.split(b"\n")
         for line in lines:
             try:
-                event = json.loads(line)
-            except ValueError:
+                event = decode_line(line)
+            except (ValueError, LogCorruptError):
                 continue
-            if isinstance(event, dict) and matches(event):
+            if matches(event):
                 return True
         return False
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine import log as k
+from engine import events as ev
 from engine.config import load_config
 from engine.runtime import Runtime
 
@@ -46,18 +46,19 @@ async def main(home: Path, config_path: Path, thread_id: str, step: str) -> None
 
     append = log.append
 
-    def append_then_maybe_die(kind: str, **fields: Any) -> dict[str, Any]:
-        if kind == k.COMPACT_START and step == "2-before-start":
+    def append_then_maybe_die(payload: Any) -> Any:
+        if isinstance(payload, ev.CompactStart) and step == "2-before-start":
             die()
-        if kind == k.COMPACT_SUMMARY and step == "5-validated":
+        if isinstance(payload, ev.CompactSummary) and step == "5-validated":
             die()
-        event = append(kind, **fields)
-        after = {
-            k.COMPACT_START: "3-started",
-            k.COMPACT_SUMMARY: "6-summary",
-            k.COMPACT_END: "7-closed",
+        event = append(payload)
+        after: dict[type, str] = {
+            ev.CompactStart: "3-started",
+            ev.CompactSummary: "6-summary",
+            ev.CompactEnd: "7-closed",
         }
-        if after.get(kind) == step or (step == "6-checkpoint" and fields.get("checkpoint")):
+        checkpoint = isinstance(event, ev.UserMessage) and event.checkpoint is not None
+        if after.get(type(event)) == step or (step == "6-checkpoint" and checkpoint):
             die()
         return event
 

@@ -26,12 +26,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import orjson
 from msgspec.structs import replace
 
-from engine import log as k
+from engine import events as ev
 from engine.config import load_config
 from engine.continuity.store import ArchiveStore
+from engine.log import parse_line
 from engine.runtime import Runtime
 
 PROMPTS = ("one: the code is ALPHA-1111", "two: the code is BRAVO-2222")
@@ -50,11 +50,18 @@ POINTS = (
     "closed",  # compact/end written
     "flushed",  # fsync done (manual only: automatic compaction does not flush)
 )
-APPEND_POINTS = {
-    k.COMPACT_START: "start",
-    k.COMPACT_SUMMARY: "summary",
-    k.COMPACT_END: "closed",
+APPEND_POINTS: dict[type, str] = {
+    ev.CompactStart: "start",
+    ev.CompactSummary: "summary",
+    ev.CompactEnd: "closed",
 }
+
+
+def _target(event: ev.LogEvent) -> str | None:
+    """The fault point an event's append reaches, if any."""
+    if isinstance(event, ev.UserMessage) and event.checkpoint is not None:
+        return "checkpoint"
+    return APPEND_POINTS.get(type(event))
 
 
 class Fault(Exception):
@@ -97,8 +104,8 @@ async def main(
                 loop.call_soon_threadsafe(task.cancel, "fault: cancel")
 
     # The user types while the compaction runs.
-    def on_event(event: dict[str, Any]) -> None:
-        if event["kind"] == k.COMPACT_START and not once["typed"]:
+    def on_event(event: ev.LogEvent) -> None:
+        if isinstance(event, ev.CompactStart) and not once["typed"]:
             once["typed"] = True
             driver.send(TYPED_DURING)
 
@@ -113,10 +120,8 @@ async def main(
         if full["armed"]:
             full["armed"] = False
             raise OSError(28, "No space left on device")
-        kind = orjson.loads(data)["kind"] if data.endswith(b"\n") else None
-        target = APPEND_POINTS.get(kind or "")
-        if kind == k.USER_MESSAGE and b'"checkpoint"' in data:
-            target = "checkpoint"
+        event = parse_line(log.path, log.next_seq, data[:-1]) if data.endswith(b"\n") else None
+        target = _target(event) if event is not None else None
         if fault == "raise" and target is not None and due(target):
             full["armed"] = True
             return raw_write(fd, data[: len(data) // 2])
@@ -125,11 +130,9 @@ async def main(
     log._raw_write = write  # type: ignore[method-assign]
     append = log.append
 
-    def append_and_strike(kind: str, **fields: Any) -> dict[str, Any]:
-        event = append(kind, **fields)
-        target = APPEND_POINTS.get(kind)
-        if kind == k.USER_MESSAGE and fields.get("checkpoint"):
-            target = "checkpoint"
+    def append_and_strike(payload: Any) -> Any:
+        event = append(payload)
+        target = _target(event)
         if target is not None:
             strike(target)
         return event

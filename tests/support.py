@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from engine.driver import Driver
-from engine.log import Event, SessionLog
+from engine.events import LogEvent
+from engine.log import SessionLog
 from engine.model import ModelClient
 from engine.tools import Tool, ToolBox
 from tests.scripted_server import ScriptedServer
@@ -71,6 +72,9 @@ async def first_delta(driver: Driver) -> None:
         driver.observers.remove(watch)
 
 
+E = TypeVar("E", bound=LogEvent)
+
+
 def client_for(server: ScriptedServer, **kw: Any) -> ModelClient:
     kw.setdefault("max_retries", 0)
     return ModelClient(base_url=server.base_url, api_key="test-key", model="scripted-model", **kw)
@@ -83,13 +87,13 @@ def make_driver(
     return opened(Driver(log, client_for(server), tools=tools, **kw))
 
 
-def kinds(events: list[Event], *wanted: str) -> list[str]:
-    """The kinds of events, filtered to those named (all when none are)."""
-    return [e["kind"] for e in events if not wanted or e["kind"] in wanted]
+def kinds(events: Sequence[LogEvent], *wanted: type[LogEvent]) -> list[type[LogEvent]]:
+    """The types (kinds) of events, filtered to those named (all when none are)."""
+    return [type(e) for e in events if not wanted or type(e) in wanted]
 
 
-def of_kind(events: list[Event], kind: str) -> list[Event]:
-    return [e for e in events if e["kind"] == kind]
+def of_kind(events: Sequence[LogEvent], kind: type[E]) -> list[E]:
+    return [e for e in events if isinstance(e, kind)]
 
 
 def echo_tool() -> Tool:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from engine import log as k
+from engine import events as ev
 from engine.config import TaskContinuityConfig
 from engine.continuity import ArchiveStore, CaptureError, Source, source_id
 from engine.continuity.batch_report import batch_sources, batches_report
@@ -34,12 +34,12 @@ def rec(seq: int, text: str) -> Source:
 
 def fill(store: ArchiveStore, scope: str = SCOPE) -> list[dict[str, Any]]:
     """Three batches; every record holds 'common', each batch one word of its own."""
-    events: list[dict[str, Any]] = []
+    events: list[ev.LogEvent] = []
     for batch in (1, 2, 3):
         records = [rec(batch * 10 + i, f"common word{batch} item{i}") for i in range(2)]
         result = store.capture(batch * 100, records)
         archive = archive_reference(result, scope)
-        events.append({"seq": len(events) + 1, "kind": "compact/end", "archive": archive})
+        events.append(ev.CompactEnd(seq=len(events) + 1, archive=archive))
     return events
 
 
@@ -111,7 +111,7 @@ def test_an_archive_copied_from_another_thread_reads_as_scope_unavailable(tmp_pa
     # This thread's log references batches with the same ids and counts.
     ours = ArchiveStore(path, TaskContinuityConfig(), readonly=True, scope=SCOPE)
     events = [
-        {"seq": 1, "kind": "compact/end", "archive": {**ref, "scope": SCOPE}}
+        ev.CompactEnd(seq=1, archive={**ref, "scope": SCOPE})
         for ref in (
             {"batch": 1, "records": 2, "omitted_records": 0},
             {"batch": 2, "records": 2, "omitted_records": 0},
@@ -159,12 +159,12 @@ def make_thread(home: Path, thread_id: str = "t1") -> tuple[Path, str]:
     """A thread whose log references one archived batch, as a compaction leaves it."""
     directory = thread_dir(home, "local", thread_id)
     log = SessionLog.open(directory / LOG_NAME)
-    log.append(k.USER_MESSAGE, text="the -dash word lives here")
+    log.append(ev.UserMessage(text="the -dash word lives here"))
     store = ArchiveStore(archive_path(directory), TaskContinuityConfig(), scope=SCOPE)
     record = rec(1, "an archived fact about zebras")
     result = store.capture(1, [record])
     store.close()
-    log.append(k.COMPACT_END, start=1, archive=archive_reference(result, SCOPE))
+    log.append(ev.CompactEnd(start=1, archive=archive_reference(result, SCOPE)))
     log.close()
     return directory, record.source_id
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from engine import log as k
+from engine import events as ev
 from engine.log import Event, read_events
 from tests import scripted_server as s
 from tests.cli_support import Env, trove, write_config
 from tests.scripted_server import ScriptedServer
-from tests.support import chat_messages
+from tests.support import chat_messages, of_kind
 
 
 def _logs(home: Path, user: str = "local") -> list[Path]:
@@ -31,8 +31,8 @@ def _only_log(home: Path) -> tuple[str, list[Event]]:
 
 
 def _turn_kinds(events: list[Event]) -> list[str]:
-    wanted = (k.TURN_START, k.USER_MESSAGE, k.ASSISTANT_MESSAGE, k.TURN_END, k.END_SEED)
-    return [e["kind"] for e in events if e["kind"] in wanted]
+    wanted = (ev.TurnStart, ev.UserMessage, ev.AssistantMessage, ev.TurnEnd, ev.EndSeed)
+    return [type(e) for e in events if type(e) in wanted]
 
 
 def _one_line(stderr: str) -> str:
@@ -61,12 +61,14 @@ def test_plain_with_piped_stdin_streams_the_answer_and_logs_the_turn(
     assert "Traceback" not in result.stderr
 
     _, events = _only_log(env.home)
-    assert _turn_kinds(events) == [k.TURN_START, k.USER_MESSAGE, k.ASSISTANT_MESSAGE, k.TURN_END]
-    by_kind = {e["kind"]: e for e in events}
-    assert by_kind[k.USER_MESSAGE]["text"] == "hello"
-    assert by_kind[k.ASSISTANT_MESSAGE]["content"] == "Hello from the scripted model."
-    assert by_kind[k.ASSISTANT_MESSAGE]["usage"]["total_tokens"] > 0
-    assert by_kind[k.TURN_END]["status"] == "ok"
+    assert _turn_kinds(events) == [ev.TurnStart, ev.UserMessage, ev.AssistantMessage, ev.TurnEnd]
+    (user,) = of_kind(events, ev.UserMessage)
+    (reply,) = of_kind(events, ev.AssistantMessage)
+    (end,) = of_kind(events, ev.TurnEnd)
+    assert user.text == "hello"
+    assert reply.content == "Hello from the scripted model."
+    assert reply.usage is not None and reply.usage["total_tokens"] > 0
+    assert end.status == "ok"
     # The request really went over the wire with the prompt in it.
     assert server.requests[0]["messages"][-1] == {"role": "user", "content": "hello"}
     assert server.requests[0]["stream"] is True
@@ -79,12 +81,12 @@ def test_plain_runs_two_piped_lines_as_two_turns_in_order(env: Env, server: Scri
     assert result.stdout.index("first answer") < result.stdout.index("second answer")
 
     _, events = _only_log(env.home)
-    starts = [e for e in events if e["kind"] == k.TURN_START]
-    assert [e["turn"] for e in starts] == [1, 2]
-    assert [len(e["items"]) for e in starts] == [1, 1], "each line is its own turn"
-    assert [e["text"] for e in events if e["kind"] == k.USER_MESSAGE] == ["one", "two"]
+    starts = [e for e in events if isinstance(e, ev.TurnStart)]
+    assert [e.turn for e in starts] == [1, 2]
+    assert [len(e.items) for e in starts] == [1, 1], "each line is its own turn"
+    assert [e.text for e in events if isinstance(e, ev.UserMessage)] == ["one", "two"]
     assert (
-        _turn_kinds(events) == [k.TURN_START, k.USER_MESSAGE, k.ASSISTANT_MESSAGE, k.TURN_END] * 2
+        _turn_kinds(events) == [ev.TurnStart, ev.UserMessage, ev.AssistantMessage, ev.TurnEnd] * 2
     )
     # The second line was handled after the first finished: its request carries the first answer.
     second = [(m["role"], m["content"]) for m in server.requests[1]["messages"]]
@@ -98,7 +100,7 @@ def test_piped_stdin_without_a_mode_uses_line_mode(env: Env, server: ScriptedSer
     assert result.returncode == 0, result.stderr
     assert "plain by default" in result.stdout
     _, events = _only_log(env.home)
-    assert [e["text"] for e in events if e["kind"] == k.USER_MESSAGE] == ["hi"]
+    assert [e.text for e in events if isinstance(e, ev.UserMessage)] == ["hi"]
 
 
 def test_prompt_flag_prints_only_the_answer(env: Env, server: ScriptedServer) -> None:
@@ -108,7 +110,7 @@ def test_prompt_flag_prints_only_the_answer(env: Env, server: ScriptedServer) ->
     assert result.stdout == "just the answer\n"
     assert result.stderr == ""
     _, events = _only_log(env.home)
-    assert _turn_kinds(events) == [k.TURN_START, k.USER_MESSAGE, k.ASSISTANT_MESSAGE, k.TURN_END]
+    assert _turn_kinds(events) == [ev.TurnStart, ev.UserMessage, ev.AssistantMessage, ev.TurnEnd]
 
 
 def test_thread_flag_resumes_with_an_end_seed_and_the_prior_turns(
@@ -125,17 +127,17 @@ def test_thread_flag_resumes_with_an_end_seed_and_the_prior_turns(
     again_id, events = _only_log(env.home)
     assert again_id == thread_id, "resume must not create a new thread"
     assert _turn_kinds(events) == [
-        k.TURN_START,
-        k.USER_MESSAGE,
-        k.ASSISTANT_MESSAGE,
-        k.TURN_END,
-        k.END_SEED,
-        k.TURN_START,
-        k.USER_MESSAGE,
-        k.ASSISTANT_MESSAGE,
-        k.TURN_END,
+        ev.TurnStart,
+        ev.UserMessage,
+        ev.AssistantMessage,
+        ev.TurnEnd,
+        ev.EndSeed,
+        ev.TurnStart,
+        ev.UserMessage,
+        ev.AssistantMessage,
+        ev.TurnEnd,
     ]
-    assert [e["turn"] for e in events if e["kind"] == k.TURN_START] == [1, 2]
+    assert [e.turn for e in events if isinstance(e, ev.TurnStart)] == [1, 2]
     sent = [(m["role"], m["content"]) for m in server.requests[1]["messages"]]
     assert sent[-3:] == [
         ("user", "first question"),
@@ -151,7 +153,7 @@ def test_plain_resumes_a_thread_too(env: Env, server: ScriptedServer) -> None:
     result = trove("--plain", *env.common, "--thread", thread_id, stdin="q2\n")
     assert result.returncode == 0, result.stderr
     _, events = _only_log(env.home)
-    assert [e["kind"] for e in events].count(k.END_SEED) == 1
+    assert [type(e) for e in events].count(ev.EndSeed) == 1
     assert [m["content"] for m in chat_messages(server.requests[1]) if m["role"] == "user"] == [
         "q1",
         "q2",
@@ -227,8 +229,8 @@ def test_unreachable_server_gives_one_clear_line_and_exit_1(tmp_path: Path, mode
     assert "reach" in line and str(port) in line, line
     # The prompt is not lost: it is in the log of the failed turn.
     _, events = _only_log(tmp_path / "home")
-    assert [e["text"] for e in events if e["kind"] == k.USER_MESSAGE] == ["hi"]
-    assert [e["status"] for e in events if e["kind"] == k.TURN_END] == ["error"]
+    assert [e.text for e in events if isinstance(e, ev.UserMessage)] == ["hi"]
+    assert [e.status for e in events if isinstance(e, ev.TurnEnd)] == ["error"]
 
 
 def test_401_gives_one_line_about_the_api_key_and_exit_1(env: Env, server: ScriptedServer) -> None:
@@ -319,4 +321,4 @@ def test_torn_tail_in_a_resumed_thread_is_reported_and_the_turn_runs(
     assert len(kept) == 1 and kept[0].read_bytes() == torn
     reloaded = read_events(path)
     assert reloaded.torn is None
-    assert [e["text"] for e in reloaded.events if e["kind"] == k.USER_MESSAGE] == ["q1", "q2"]
+    assert [e.text for e in reloaded.events if isinstance(e, ev.UserMessage)] == ["q1", "q2"]

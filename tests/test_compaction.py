@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from engine import log as k
+from engine import events as ev
 from engine.compaction import CompactionError, InvalidRangeError
 from engine.config import parse_config
 from engine.log import SessionLog, read_events
@@ -38,7 +38,7 @@ class FaultyLog(SessionLog):
     """A log whose disk fills up part-way through the lines of chosen kinds
     (half the line reaches the file, then ENOSPC), and that records each fsync."""
 
-    fail_kinds: set[str]
+    fail_kinds: set[type[ev.Event]]
     fail_flush = False
 
     cut_short = False
@@ -47,7 +47,7 @@ class FaultyLog(SessionLog):
         if self.cut_short:  # the rest of the line: the disk is full now
             self.cut_short = False
             raise OSError(28, "No space left on device")
-        if orjson.loads(data)["kind"] in self.fail_kinds:
+        if ev.KINDS.get(orjson.loads(data)["kind"]) in self.fail_kinds:
             self.cut_short = True
             return os.write(fd, data[: len(data) // 2])
         return os.write(fd, data)
@@ -84,7 +84,7 @@ async def chat(runtime: Runtime, *prompts: str) -> None:
 
 
 def bracket(events: list[dict]) -> list[str]:
-    return kinds(events, k.COMPACT_START, k.COMPACT_SUMMARY, k.COMPACT_END)
+    return kinds(events, ev.CompactStart, ev.CompactSummary, ev.CompactEnd)
 
 
 async def test_manual_compaction_replaces_old_turns_with_a_checkpoint(tmp_path, server):
@@ -95,17 +95,17 @@ async def test_manual_compaction_replaces_old_turns_with_a_checkpoint(tmp_path, 
     assert outcome is not None and outcome.replaced == 6
     events = rt.thread.log.events
     start, summary, end = (of_kind(events, kind)[-1] for kind in bracket(events))
-    assert start["turn"] is None and start["stability"] == "span"
-    assert "error" not in end and end["start"] == start["seq"]
-    checkpoint = of_kind(events, k.USER_MESSAGE)[-1]
-    assert checkpoint["checkpoint"]["summary"] == summary["seq"]
-    assert summary["summary"] == "They said one, two, three."
-    assert summary["raw"] == "<summary>They said one, two, three.</summary>"
-    assert summary["usage"] == {"x": 1}
-    assert summary["model"] == "scripted-model"
-    originals = [e["seq"] for e in events if e["kind"] in (k.USER_MESSAGE, k.ASSISTANT_MESSAGE)]
-    assert summary["replaced"] == originals[:6]
-    assert rt.thread.log.flushes == [end["seq"]]  # flushed once, right after the close
+    assert start.turn is None and start.stability == "span"
+    assert end.error is None and end.start == start.seq
+    checkpoint = of_kind(events, ev.UserMessage)[-1]
+    assert checkpoint.checkpoint is not None and checkpoint.checkpoint.summary == summary.seq
+    assert summary.summary == "They said one, two, three."
+    assert summary.raw == "<summary>They said one, two, three.</summary>"
+    assert summary.usage == {"x": 1}
+    assert summary.model == "scripted-model"
+    originals = [e.seq for e in events if isinstance(e, (ev.UserMessage, ev.AssistantMessage))]
+    assert summary.replaced == originals[:6]
+    assert rt.thread.log.flushes == [end.seq]  # flushed once, right after the close
     await chat(rt, "four")
     request = server.requests[-1]["messages"]
     assert request[0]["role"] == "system"
@@ -166,32 +166,32 @@ async def test_seed_scenario_queued_prompt_and_injection(tmp_path, server):
     await server.wait_requests(3)
     queued = rt.driver.send("queued prompt")
     injected = rt.driver.inject("injected context")
-    assert k.TURN_START not in kinds(rt.thread.log.events[-3:])
+    assert ev.TurnStart not in kinds(rt.thread.log.events[-3:])
     server.release()
     result = await task
     assert result.ok, result.text
     await asyncio.wait_for(rt.driver.when_idle(), 5)
     events = rt.thread.log.events
-    end = of_kind(events, k.COMPACT_END)[-1]
-    turn_start = of_kind(events, k.TURN_START)[-1]
-    assert of_kind(events, k.COMPACT_START)[-1]["turn"] is None
-    assert end["seq"] < turn_start["seq"] and turn_start["items"] == [queued]
-    assert rt.thread.log.flushes and rt.thread.log.flushes[0] < turn_start["seq"]
+    end = of_kind(events, ev.CompactEnd)[-1]
+    turn_start = of_kind(events, ev.TurnStart)[-1]
+    assert of_kind(events, ev.CompactStart)[-1].turn is None
+    assert end.seq < turn_start.seq and turn_start.items == [queued]
+    assert rt.thread.log.flushes and rt.thread.log.flushes[0] < turn_start.seq
     # Derived order: checkpoint → injection → queued prompt (and its reply).
     contents = [m["content"] for m in chat_messages(server.requests[-1])]
     assert contents[0].startswith("[Checkpoint")
     assert contents[1:] == ["injected context", "queued prompt"]
-    assert injected < end["seq"]
+    assert injected < end.seq
     # The command lifecycle is log-only: no turn number, not in model history.
-    assert kinds(events, k.COMMAND_RUN, k.COMMAND_DONE) == [k.COMMAND_RUN, k.COMMAND_DONE]
-    assert turn_start["turn"] == 3
+    assert kinds(events, ev.CommandRun, ev.CommandDone) == [ev.CommandRun, ev.CommandDone]
+    assert turn_start.turn == 3
     await rt.aclose()
 
 
 async def test_live_orphan_blocks_every_entry_point(tmp_path, server):
     rt = open_runtime(tmp_path, server, auto=True, threshold=0.0001)
     await chat(rt, "one")  # pressure compaction runs inside this turn
-    rt.thread.log.append(k.COMPACT_START, turn=None, range={}, seqs=[], tokens=0)  # a crash
+    rt.thread.log.append(ev.CompactStart(turn=None, range={}, seqs=[], tokens=0))  # a crash
     with pytest.raises(CompactionError) as manual:
         await rt.compaction.compact_now(rt.driver)
     assert manual.value.kind == "busy"
@@ -199,17 +199,17 @@ async def test_live_orphan_blocks_every_entry_point(tmp_path, server):
     with pytest.raises(CompactionError) as explicit:
         await rt.compaction.compact_range(rt.driver, entries[0].seq, entries[-1].seq)
     assert explicit.value.kind == "busy"
-    ends = len(of_kind(rt.thread.log.events, k.COMPACT_END))
+    ends = len(of_kind(rt.thread.log.events, ev.CompactEnd))
     await chat(rt, "two")  # pressure is blocked too, and the turn still answers
-    assert len(of_kind(rt.thread.log.events, k.COMPACT_END)) == ends
-    assert of_kind(rt.thread.log.events, k.TURN_END)[-1]["status"] == "ok"
+    assert len(of_kind(rt.thread.log.events, ev.CompactEnd)) == ends
+    assert of_kind(rt.thread.log.events, ev.TurnEnd)[-1].status == "ok"
     await rt.aclose()
 
 
 async def test_stale_orphan_is_ignored_after_an_end_seed(tmp_path, server):
     rt = open_runtime(tmp_path, server, faulty=False)
     await chat(rt, "one", "two")
-    rt.thread.log.append(k.COMPACT_START, turn=None, range={}, seqs=[], tokens=0)
+    rt.thread.log.append(ev.CompactStart(turn=None, range={}, seqs=[], tokens=0))
     thread_id = rt.thread.id
     await rt.aclose()
     thread = Thread.resume(tmp_path, "local", thread_id)
@@ -225,14 +225,14 @@ async def test_stale_orphan_is_ignored_after_an_end_seed(tmp_path, server):
 
 async def test_end_seed_replay_clears_an_open_trace(tmp_path):
     log = SessionLog.open(tmp_path / "session.jsonl")
-    log.append(k.COMPACT_START, turn=None, range={}, seqs=[], tokens=0)
+    log.append(ev.CompactStart(turn=None, range={}, seqs=[], tokens=0))
     assert log.tail.open_compact is not None
-    log.append(k.END_SEED, previous=1)
-    log.append(k.COMPACT_START, turn=None, range={}, seqs=[], tokens=0)
+    log.append(ev.EndSeed(previous=1))
+    log.append(ev.CompactStart(turn=None, range={}, seqs=[], tokens=0))
     log.close()
     replayed = SessionLog.open(tmp_path / "session.jsonl")
-    assert replayed.tail.open_compact["seq"] == 3  # live: after the newest end-seed
-    assert [e["seq"] for e in replayed.tail.stale_compacts] == [1]
+    assert replayed.tail.open_compact.seq == 3  # live: after the newest end-seed
+    assert [e.seq for e in replayed.tail.stale_compacts] == [1]
     replayed.close()
 
 
@@ -240,10 +240,10 @@ async def test_pressure_compaction_is_owned_by_the_open_turn(tmp_path, server):
     rt = open_runtime(tmp_path, server, auto=True, threshold=0.0001)
     await chat(rt, "one")
     await chat(rt, "two")
-    starts = of_kind(rt.thread.log.events, k.COMPACT_START)
-    assert starts and starts[-1]["turn"] == 2 and starts[-1]["stability"] == "surface"
+    starts = of_kind(rt.thread.log.events, ev.CompactStart)
+    assert starts and starts[-1].turn == 2 and starts[-1].stability == "surface"
     assert not rt.thread.log.flushes  # automatic compaction asks for no flush
-    assert "error" not in of_kind(rt.thread.log.events, k.COMPACT_END)[-1]
+    assert of_kind(rt.thread.log.events, ev.CompactEnd)[-1].error is None
     await rt.aclose()
 
 
@@ -253,9 +253,9 @@ async def test_overflow_compacts_then_retries_once(tmp_path, server):
     server.script(s.overflow(), s.text("summary of one"), s.text("answer after retry"))
     await chat(rt, "two")
     events = rt.thread.log.events
-    assert bracket(events) == [k.COMPACT_START, k.COMPACT_SUMMARY, k.COMPACT_END]
-    assert of_kind(events, k.COMPACT_START)[0]["turn"] == 2
-    assert of_kind(events, k.ASSISTANT_MESSAGE)[-1]["content"] == "answer after retry"
+    assert bracket(events) == [ev.CompactStart, ev.CompactSummary, ev.CompactEnd]
+    assert of_kind(events, ev.CompactStart)[0].turn == 2
+    assert of_kind(events, ev.AssistantMessage)[-1].content == "answer after retry"
     assert chat_messages(server.requests[-1])[0]["content"].startswith("[Checkpoint")
     await rt.aclose()
 
@@ -273,15 +273,15 @@ async def test_automatic_compaction_keeps_the_question_being_answered(tmp_path, 
     server.script(*first, s.text("summary of one and two"), s.text("answer to three"))
     await chat(rt, "three")
     events = rt.thread.log.events
-    start = of_kind(events, k.COMPACT_START)[-1]
-    three = next(e for e in events if e.get("text") == "three")
-    assert three["seq"] not in start["seqs"] and "open_turn" not in start
+    start = of_kind(events, ev.CompactStart)[-1]
+    three = next(e for e in events if isinstance(e, ev.UserMessage) and e.text == "three")
+    assert three.seq not in start.seqs and not start.open_turn
     summary_request = server.requests[-2]["messages"]
     assert "three" not in str(summary_request)
     retried = chat_messages(server.requests[-1])
     assert retried[0]["content"].startswith("[Checkpoint")
     assert retried[-1] == {"role": "user", "content": "three"}
-    assert of_kind(events, k.ASSISTANT_MESSAGE)[-1]["content"] == "answer to three"
+    assert of_kind(events, ev.AssistantMessage)[-1].content == "answer to three"
     await rt.aclose()
 
 
@@ -290,9 +290,9 @@ async def test_a_prompt_that_alone_overflows_is_summarized_and_the_log_says_so(t
     rt.compaction.context_window = 50
     server.script(s.overflow(), s.text("summary of the long prompt"), s.text("answer"))
     await chat(rt, "word " * 400)
-    start = of_kind(rt.thread.log.events, k.COMPACT_START)[-1]
-    assert start["open_turn"] is True
-    assert of_kind(rt.thread.log.events, k.TURN_END)[-1]["status"] == "ok"
+    start = of_kind(rt.thread.log.events, ev.CompactStart)[-1]
+    assert start.open_turn is True
+    assert of_kind(rt.thread.log.events, ev.TurnEnd)[-1].status == "ok"
     await rt.aclose()
 
 
@@ -301,8 +301,8 @@ async def test_overflow_twice_fails_the_turn_with_one_line(tmp_path, server):
     await chat(rt, "one")
     server.script(s.overflow(), s.text("summary"), s.overflow())
     await chat(rt, "two")
-    end = of_kind(rt.thread.log.events, k.TURN_END)[-1]
-    assert end["status"] == "error" and "\n" not in end["error"]
+    end = of_kind(rt.thread.log.events, ev.TurnEnd)[-1]
+    assert end.status == "error" and "\n" not in end.error
     await rt.aclose()
 
 
@@ -337,13 +337,13 @@ async def test_reentrant_listeners_see_the_lock(tmp_path, server):
     seen: list[Any] = []
 
     def listener(event: dict) -> None:
-        if event["kind"] == k.COMPACT_START:
+        if isinstance(event, ev.CompactStart):
             seen.append(("start-open", rt.thread.log.tail.open_compact is not None))
             rt.driver.inject("context from a listener")  # appending re-entrantly is fine
             entries = rt.driver.surface.entries
             nested = rt.compaction.compact_range(rt.driver, entries[0].seq, entries[-1].seq)
             seen.append(asyncio.ensure_future(nested))
-        elif event["kind"] == k.COMPACT_END:
+        elif isinstance(event, ev.CompactEnd):
             seen.append(("end-free", rt.thread.log.tail.open_compact is None))
 
     rt.thread.log.listeners.append(listener)
@@ -368,16 +368,16 @@ async def test_selected_span_drift_is_changed(tmp_path, server):
     # A writer that ignores the lock replaces part of the selected span.
     first = rt.driver.surface.entries[0].seq
     log = rt.thread.log
-    summary = log.append(k.COMPACT_SUMMARY, replaced=[first], summary="x")
-    log.append(k.USER_MESSAGE, text="rogue", checkpoint={"summary": summary["seq"]})
+    summary = log.append(ev.CompactSummary(replaced=[first], summary="x"))
+    log.append(ev.UserMessage(text="rogue", checkpoint={"summary": summary.seq}))
     server.release()
     with pytest.raises(CompactionError) as changed:
         await task
     assert changed.value.kind == "changed"
     assert "conversation is unchanged" in str(changed.value)
-    end = of_kind(log.events, k.COMPACT_END)[-1]
-    assert end["error"] == "changed"
-    assert log.flushes == [end["seq"]]  # a closed failed manual attempt is flushed too
+    end = of_kind(log.events, ev.CompactEnd)[-1]
+    assert end.error == "changed"
+    assert log.flushes == [end.seq]  # a closed failed manual attempt is flushed too
     await rt.aclose()
 
 
@@ -395,7 +395,7 @@ async def test_whole_surface_change_stops_an_explicit_range(tmp_path, server):
     with pytest.raises(CompactionError) as changed:
         await task
     assert changed.value.kind == "changed"
-    assert of_kind(rt.thread.log.events, k.COMPACT_START)[-1]["turn"] == 2
+    assert of_kind(rt.thread.log.events, ev.CompactStart)[-1].turn == 2
     surface_before = [e.seq for e in entries]
     assert [e.seq for e in rt.driver.surface.entries][:4] == surface_before
     await rt.aclose()
@@ -406,7 +406,7 @@ async def test_explicit_range_must_be_a_valid_span(tmp_path, server):
     await chat(rt, "one")
     with pytest.raises(InvalidRangeError):
         await rt.compaction.compact_range(rt.driver, 10_000, 10_001)
-    assert k.COMPACT_START not in kinds(rt.thread.log.events)
+    assert ev.CompactStart not in kinds(rt.thread.log.events)
     await rt.aclose()
 
 
@@ -420,10 +420,10 @@ async def test_summary_failure_leaves_surface_unchanged(tmp_path, server):
     assert result.text.startswith("Compaction failed: the summary could not be produced (")
     assert result.text.endswith("The conversation is unchanged; only the log records the attempt.")
     assert [e.seq for e in rt.driver.surface.entries] == before
-    end = of_kind(rt.thread.log.events, k.COMPACT_END)[-1]
-    assert end["error"] == "summary"
-    done = of_kind(rt.thread.log.events, k.COMMAND_DONE)[-1]
-    assert done["error"] == result.text
+    end = of_kind(rt.thread.log.events, ev.CompactEnd)[-1]
+    assert end.error == "summary"
+    done = of_kind(rt.thread.log.events, ev.CommandDone)[-1]
+    assert done.error == result.text
     await rt.aclose()
 
 
@@ -438,7 +438,7 @@ async def test_empty_summary_is_a_summary_error(tmp_path, server):
     await rt.aclose()
 
 
-@pytest.mark.parametrize("failing", [k.COMPACT_SUMMARY, k.USER_MESSAGE])
+@pytest.mark.parametrize("failing", [ev.CompactSummary, ev.UserMessage])
 async def test_commit_failure_says_exactly_what_changed(tmp_path, server, failing):
     """Appends are all-or-nothing, so a commit that fails at either line leaves the
     conversation as it was, and the text says so (not "may have partly changed")."""
@@ -454,7 +454,7 @@ async def test_commit_failure_says_exactly_what_changed(tmp_path, server, failin
         "Compaction failed while replacing the summarized messages (No space left on device). "
         "The conversation is unchanged; only the log records the attempt."
     )
-    assert of_kind(rt.thread.log.events, k.COMPACT_END)[-1]["error"] == "commit"
+    assert of_kind(rt.thread.log.events, ev.CompactEnd)[-1].error == "commit"
     assert [e.seq for e in rt.driver.surface.entries] == before
     await rt.aclose()
     # The half-written line was cut back off: the log loads, seqs in order.
@@ -465,7 +465,7 @@ async def test_commit_failure_says_exactly_what_changed(tmp_path, server, failin
 async def test_failed_close_keeps_the_lock_and_skips_the_flush(tmp_path, server):
     rt = open_runtime(tmp_path, server)
     await chat(rt, "one", "two")
-    rt.thread.log.fail_kinds = {k.COMPACT_END}
+    rt.thread.log.fail_kinds = {ev.CompactEnd}
     server.script(s.text("summary"))
     with pytest.raises(CompactionError) as err:
         await rt.compaction.compact_now(rt.driver)
@@ -488,7 +488,7 @@ async def test_failed_flush_is_a_persistence_error(tmp_path, server):
     with pytest.raises(CompactionError) as err:
         await rt.compaction.compact_now(rt.driver)
     assert err.value.kind == "persistence" and "fsync failed" in str(err.value)
-    assert "error" not in of_kind(rt.thread.log.events, k.COMPACT_END)[-1]
+    assert of_kind(rt.thread.log.events, ev.CompactEnd)[-1].error is None
     assert rt.driver.surface.entries[0].checkpoint  # the summary is in use
     await rt.aclose()
 
@@ -522,12 +522,12 @@ async def test_cancellation_keeps_its_exact_cause_after_close_and_flush(tmp_path
     assert cancelled.value.args == ("Esc pressed",)
     server.release()
     events = rt.thread.log.events
-    end = of_kind(events, k.COMPACT_END)[-1]
-    assert end["error"] == "summary" and end["cancelled"] == "Esc pressed"
-    assert rt.thread.log.flushes == [end["seq"]]
+    end = of_kind(events, ev.CompactEnd)[-1]
+    assert end.error == "summary" and end.cancelled == "Esc pressed"
+    assert rt.thread.log.flushes == [end.seq]
     assert rt.driver.surface.entries[0].checkpoint is False
     await asyncio.wait_for(rt.driver.when_idle(), 5)  # the reservation was released
-    assert of_kind(rt.thread.log.events, k.TURN_START)[-1]["items"] == [queued]
+    assert of_kind(rt.thread.log.events, ev.TurnStart)[-1].items == [queued]
     await rt.aclose()
 
 
@@ -539,10 +539,10 @@ async def test_help_and_command_rules(tmp_path, server):
     assert not rejected.ok and rejected.text == "/compact takes no arguments (got 'foo')"
     unknown = await rt.commands.run("/compat")
     assert unknown.text == "unknown command /compat (did you mean /compact?)"
-    assert k.COMPACT_START not in kinds(rt.thread.log.events)
+    assert ev.CompactStart not in kinds(rt.thread.log.events)
     # Commands never reach the model and never take a turn number.
     await chat(rt, "hello")
-    assert of_kind(rt.thread.log.events, k.TURN_START)[0]["turn"] == 1
+    assert of_kind(rt.thread.log.events, ev.TurnStart)[0].turn == 1
     sent = server.requests[-1]["messages"]
     assert all("/help" not in str(m["content"]) for m in sent)
     await rt.aclose()
@@ -571,7 +571,7 @@ async def test_any_exception_from_the_summarizer_still_closes_the_bracket(tmp_pa
     assert not result.ok and "KeyError" in result.text
     assert result.text.endswith("The conversation is unchanged; only the log records the attempt.")
     assert rt.thread.log.tail.open_compact is None
-    assert of_kind(rt.thread.log.events, k.COMPACT_END)[-1]["error"] == "summary"
+    assert of_kind(rt.thread.log.events, ev.CompactEnd)[-1].error == "summary"
     rt.compaction.model.complete = complete
     server.script(s.text("a summary"))
     assert (await rt.commands.run("/compact")).ok  # not busy until restart
@@ -601,8 +601,8 @@ async def test_esc_during_the_archive_write_keeps_the_committed_compaction(tmp_p
     result = await command
     assert result.ok and result.text.startswith("Compacted")
     assert "too late to stop it" in result.text
-    end = of_kind(rt.thread.log.events, k.COMPACT_END)[-1]
-    assert "error" not in end and end["cancelled"] == "Esc" and end["archive"]["batch"] >= 1
+    end = of_kind(rt.thread.log.events, ev.CompactEnd)[-1]
+    assert end.error is None and end.cancelled == "Esc" and end.archive["batch"] >= 1
     assert rt.continuity.snapshot().view().status == "available"
     await rt.aclose()
 
@@ -618,14 +618,14 @@ async def test_shutdown_during_compact_unwinds_before_the_log_closes(tmp_path, s
     assert command.done()
     server.release()
     events = read_events(rt.thread.log.path).events
-    assert kinds(events, k.COMPACT_START, k.COMPACT_END, k.COMMAND_DONE)[-3:] == [
-        k.COMPACT_START,
-        k.COMPACT_END,
-        k.COMMAND_DONE,
+    assert kinds(events, ev.CompactStart, ev.CompactEnd, ev.CommandDone)[-3:] == [
+        ev.CompactStart,
+        ev.CompactEnd,
+        ev.CommandDone,
     ]
-    assert of_kind(events, k.COMPACT_END)[-1]["cancelled"] == "session closing"
+    assert of_kind(events, ev.CompactEnd)[-1].cancelled == "session closing"
     # The prompt queued behind /compact did not start during shutdown; it waits.
-    assert queued not in [i for e in of_kind(events, k.TURN_START) for i in e["items"]]
+    assert queued not in [i for e in of_kind(events, ev.TurnStart) for i in e.items]
 
 
 async def test_a_listener_that_raises_never_reaches_the_turn_or_the_compaction(tmp_path, server):
@@ -633,7 +633,7 @@ async def test_a_listener_that_raises_never_reaches_the_turn_or_the_compaction(t
     seen: list[str] = []
 
     def broken(event: dict[str, Any]) -> None:
-        seen.append(event["kind"])
+        seen.append(type(event))
         raise LookupError("NoMatches: 'TitleBar'")
 
     rt.thread.log.subscribe(broken)
@@ -642,7 +642,7 @@ async def test_a_listener_that_raises_never_reaches_the_turn_or_the_compaction(t
     server.script(s.text("summary"))
     assert (await rt.commands.run("/compact")).ok
     events = rt.thread.log.events
-    assert [e["status"] for e in of_kind(events, k.TURN_END)] == ["ok", "ok"]
+    assert [e.status for e in of_kind(events, ev.TurnEnd)] == ["ok", "ok"]
     assert rt.thread.log.tail.open_compact is None
-    assert seen.count("reported") == len(events) and k.TURN_END in seen
+    assert seen.count("reported") == len(events) and ev.TurnEnd in seen
     await rt.aclose()

@@ -6,7 +6,9 @@ import asyncio
 import json
 from pathlib import Path
 
-from engine import log as k
+from msgspec import UNSET
+
+from engine import events as ev
 from engine.config import parse_config
 from engine.continuity import ArchiveStore, archive_path
 from engine.continuity.cli import cli_notes, cli_search
@@ -52,8 +54,8 @@ def test_exact_code_and_chinese_phrase_after_compact(env: Env, server):
     # The checkpoint replaced them in the model's view; only the archive holds them.
     logs = list((env.home / "users" / "local" / "threads").glob("*/session.jsonl"))
     events = read_events(logs[0]).events
-    end = of_kind(events, k.COMPACT_END)[-1]
-    assert isinstance(end["archive"]["batch"], int) and len(end["archive"]["scope"]) == 32
+    end = of_kind(events, ev.CompactEnd)[-1]
+    assert isinstance(end.archive["batch"], int) and len(end.archive["scope"]) == 32
 
 
 def test_search_read_note_turn_then_trove_notes(env: Env, server):
@@ -71,9 +73,9 @@ def test_search_read_note_turn_then_trove_notes(env: Env, server):
     result = trove("--plain", *env.common, "--thread", _thread(env), stdin="What was the code?\n")
     assert result.returncode == 0, result.stderr
     events = read_events(next((env.home / "users" / "local" / "threads").glob("*/session.jsonl")))
-    results = of_kind(events.events, k.TOOL_RESULT)
-    assert [r["name"] for r in results] == ["history_search", "history_read", "task_note"]
-    assert all(json.loads(r["content"]).get("status") != "error" for r in results)
+    results = of_kind(events.events, ev.ToolResult)
+    assert [r.name for r in results] == ["history_search", "history_read", "task_note"]
+    assert all(json.loads(r.content).get("status") != "error" for r in results)
     notes = trove("notes", *env.common)
     assert notes.returncode == 0
     assert f"deploy-code: {CODE}" in notes.stdout
@@ -104,7 +106,7 @@ async def test_disabled_continuity_creates_no_file_and_offers_no_tools(tmp_path:
     assert (await rt.commands.run("/compact")).ok
     assert not archive_path(rt.thread.dir).exists()
     assert "tools" not in server.requests[0]
-    assert "archive" not in of_kind(rt.thread.log.events, k.COMPACT_END)[-1]
+    assert of_kind(rt.thread.log.events, ev.CompactEnd)[-1].archive is UNSET
     await rt.aclose()
 
 
@@ -116,8 +118,8 @@ async def test_storage_failure_keeps_the_summary(tmp_path: Path, server):
     (rt.thread.dir / "task-history").write_text("not a directory")  # unwritable archive
     result = await rt.commands.run("/compact")
     assert result.ok and "could not store the originals" in result.text
-    end = of_kind(rt.thread.log.events, k.COMPACT_END)[-1]
-    assert "error" not in end and end["archive"]["status"] == "unavailable"
+    end = of_kind(rt.thread.log.events, ev.CompactEnd)[-1]
+    assert end.error is None and end.archive["status"] == "unavailable"
     assert rt.driver.surface.entries[0].checkpoint
     await rt.aclose()
 
@@ -163,15 +165,15 @@ async def test_a_failed_capture_is_archived_after_the_next_successful_one(tmp_pa
         blocker = rt.thread.dir / "task-history"
         blocker.write_text("not a directory")  # unwritable archive
         assert (await rt.commands.run("/compact")).ok
-        failed = of_kind(rt.thread.log.events, k.COMPACT_END)[-1]
-        assert failed["archive"]["status"] == "unavailable"
+        failed = of_kind(rt.thread.log.events, ev.CompactEnd)[-1]
+        assert failed.archive["status"] == "unavailable"
         blocker.unlink()  # the disk is fixed
         rt.driver.send("second prompt")
         await asyncio.wait_for(rt.driver.when_idle(), 5)
         assert (await rt.commands.run("/compact")).ok
-        [archived] = of_kind(rt.thread.log.events, k.COMPACT_ARCHIVED)
-        assert archived["start"] == failed["start"] and archived["recovered"] is True
-        assert isinstance(archived["archive"]["batch"], int)
+        [archived] = of_kind(rt.thread.log.events, ev.CompactArchived)
+        assert archived.start == failed.start and archived.recovered is True
+        assert isinstance(archived.archive["batch"], int)
         thread_id = rt.thread.id
     finally:
         await rt.aclose()

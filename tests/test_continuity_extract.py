@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine import log as k
+from engine import events as ev
 from engine.continuity import (
     SourceInput,
     extract_records,
@@ -118,12 +118,12 @@ def test_cut_marks_truncation_and_keeps_the_id() -> None:
 
 def test_surface_inputs_skip_checkpoints_and_mark_injections() -> None:
     events = [
-        {"seq": 1, "kind": k.USER_MESSAGE, "text": "question"},
-        {"seq": 2, "kind": k.USER_MESSAGE, "text": "injected context", "source": "inject"},
-        {"seq": 3, "kind": k.ASSISTANT_MESSAGE, "content": "answer", "tool_calls": []},
-        {"seq": 4, "kind": k.COMPACT_SUMMARY, "summary": "s", "replaced": [1, 3]},
-        {"seq": 5, "kind": k.USER_MESSAGE, "text": "summary", "checkpoint": {"summary": 4}},
-        {"seq": 6, "kind": k.USER_MESSAGE, "text": "after"},
+        ev.UserMessage(seq=1, text="question"),
+        ev.UserMessage(seq=2, text="injected context", source="inject"),
+        ev.AssistantMessage(seq=3, content="answer", tool_calls=[]),
+        ev.CompactSummary(seq=4, summary="s", replaced=[1, 3]),
+        ev.UserMessage(seq=5, text="summary", checkpoint=ev.Checkpoint(summary=4)),
+        ev.UserMessage(seq=6, text="after"),
     ]
     surface = Surface.from_events(events)
     records = extract_records(surface_inputs(surface.entries, hidden_seqs(events)))

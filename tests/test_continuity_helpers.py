@@ -1,17 +1,22 @@
 """Shared builders for the continuity tests (no tests here).
 
-`compact()` plays the compaction engineer's part of the contract: it moves
-the oldest surface entries into a checkpoint, captures them into the archive
-and records the reference (or the failure) on `compact/end`, exactly as the
-log contract in engine/continuity/status.py describes.
+`compact()` runs the real region transaction (`run_region`) with a stub
+summarizer: it moves the oldest surface entries into a checkpoint, captures
+them into the archive and records the reference (or the failure) on
+`compact/end`, so the tests and the engine share one compaction.
 """
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine import log as k
+from engine import events as ev
+from engine.compaction.selection import range_span
+from engine.compaction.transaction import Region, run_region
 from engine.config import TaskContinuityConfig
 from engine.continuity import (
     ArchiveStore,
@@ -26,7 +31,7 @@ from engine.continuity import (
 )
 from engine.log import SessionLog
 from engine.session import Thread
-from engine.surface import Surface
+from engine.surface import Entry, Surface
 
 USER = "alice"
 
@@ -45,8 +50,17 @@ def store_for(thread: Thread, **kw: Any) -> ArchiveStore:
 
 
 def say(log: SessionLog, user: str, reply: str) -> None:
-    log.append(k.USER_MESSAGE, text=user)
-    log.append(k.ASSISTANT_MESSAGE, content=reply, tool_calls=[])
+    log.append(ev.UserMessage(text=user))
+    log.append(ev.AssistantMessage(content=reply, tool_calls=[]))
+
+
+@dataclass
+class _Summary:
+    """What the stub summarizer returns: the fields `run_region` reads from a completion."""
+
+    content: str = "(summary without details)"
+    usage: dict[str, int] | None = None
+    model: str = "stub-summarizer"
 
 
 def compact(
@@ -57,27 +71,42 @@ def compact(
     thread: str = "t1",
     keep: int = 0,
     archive: Any = None,
-) -> dict[str, Any]:
-    """A successful compaction of all but the last `keep` surface entries."""
+) -> ev.CompactEnd:
+    """A successful compaction of all but the last `keep` surface entries.
+
+    The real region transaction (`run_region`) with a stub summarizer; the
+    capture stores the entries in `store` (or records why it could not), or
+    records `archive` as given.
+    """
     surface = Surface.from_events(log.events)
     entries = surface.entries[: len(surface.entries) - keep] if keep else list(surface.entries)
-    start = log.append(
-        k.COMPACT_START, turn=None, range=[entries[0].seq, entries[-1].seq] if entries else []
-    )
-    records = extract_records(surface_inputs(entries, hidden_seqs(log.events)))
-    summary = log.append(
-        k.COMPACT_SUMMARY, summary="(summary without details)", replaced=[e.seq for e in entries]
-    )
-    log.append(
-        k.USER_MESSAGE, text="(summary without details)", checkpoint={"summary": summary["seq"]}
-    )
+    span = range_span(surface, entries[0].seq, entries[-1].seq)
+    assert span is not None
     scope = scope_binding(user, thread)
-    if archive is None:
+
+    async def summarize(_: list[Entry]) -> _Summary:
+        return _Summary()
+
+    async def capture(key: int, replaced: list[Entry]) -> dict[str, Any]:
+        if archive is not None:
+            return dict(archive) if isinstance(archive, dict) else archive
         if store is None:
-            archive = archive_failure(scope, "no store")
-        else:
-            try:
-                archive = archive_reference(store.capture(start["seq"], records), scope)
-            except CaptureError as exc:
-                archive = archive_failure(scope, str(exc))
-    return log.append(k.COMPACT_END, start=start["seq"], archive=archive)
+            return archive_failure(scope, "no store")
+        records = extract_records(surface_inputs(replaced, hidden_seqs(log.events)))
+        try:
+            return archive_reference(store.capture(key, records), scope)
+        except CaptureError as exc:
+            return archive_failure(scope, str(exc))
+
+    region = Region(owner=None, stability="span", flush=False)
+    log.projections.insert(0, surface.apply)
+    try:
+        # Its own loop in a worker thread: callers may be sync tests or async ones.
+        run = run_region(log, surface, span, region, summarize=summarize, capture=capture)
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(asyncio.run, run).result()
+    finally:
+        log.projections.remove(surface.apply)
+    end = log.events[-1]
+    assert isinstance(end, ev.CompactEnd)
+    return end

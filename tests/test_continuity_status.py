@@ -3,9 +3,35 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection, Mapping
+from pathlib import Path
+from typing import Any
 
-from engine.continuity import archive_failure, resolve, scope_binding
-from engine.continuity.status import STATUSES, scan_history
+from engine.continuity import archive_failure, scope_binding
+from engine.continuity.status import STATUSES, HistoryScan, Resolution
+from engine.continuity.status import resolve as resolve_events
+from engine.continuity.status import scan_history as scan_events
+from engine.events import LogEvent
+from engine.log import from_dict
+
+
+def typed(events: list[dict[str, Any]]) -> list[LogEvent]:
+    """The lines (as JSON objects) as a replay of the log reads them."""
+    return [from_dict(e, path=Path("session.jsonl"), lineno=e["seq"]) for e in events]
+
+
+def resolve(
+    events: list[dict[str, Any]],
+    scope: str,
+    stored: Mapping[int, int] | Collection[int] | None,
+    store_error: str | None = None,
+) -> Resolution:
+    return resolve_events(typed(events), scope, stored, store_error)
+
+
+def scan_history(events: list[dict[str, Any]], scope: str) -> HistoryScan:
+    return scan_events(typed(events), scope)
+
 
 ME = scope_binding("alice", "t1")
 

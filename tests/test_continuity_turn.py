@@ -6,7 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from engine import log as k
+from engine import events as ev
 from engine.continuity import (
     AUTHORITY_CONTRACT,
     ContinuityContext,
@@ -51,8 +51,8 @@ async def test_search_read_and_cited_note_in_one_turn(tmp_path: Path, server) ->
     driver.send("What was the manifest code? Answer as JSON.")
     await asyncio.wait_for(driver.when_idle(), 10)
 
-    results = [json.loads(e["content"]) for e in of_kind(thread.log.events, k.TOOL_RESULT)]
-    assert [e["name"] for e in of_kind(thread.log.events, k.TOOL_RESULT)] == [
+    results = [json.loads(e.content) for e in of_kind(thread.log.events, ev.ToolResult)]
+    assert [e.name for e in of_kind(thread.log.events, ev.ToolResult)] == [
         "history_search",
         "history_read",
         "task_note",

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from engine import log as k
+from engine import events as ev
 from engine.log import LogCorruptError, SessionLog, read_events
 from engine.session import list_threads
 from tests.cli_support import Env, trove
@@ -23,53 +23,54 @@ TS = "2025-01-01T00:00:00.000Z"
 SOURCE = "r" + "0" * 32
 
 
-def _line(seq: int, kind: str, **fields: Any) -> bytes:
-    return json.dumps({"seq": seq, "ts": TS, "kind": kind, **fields}).encode() + b"\n"
+def _line(seq: int, kind: type[ev.Event], **fields: Any) -> bytes:
+    line = {"seq": seq, "ts": TS, "kind": ev.kind_of(kind), **fields}
+    return json.dumps(line).encode() + b"\n"
 
 
 def _good_prefix() -> bytes:
-    return _line(1, k.INBOX_QUEUED, text="hello", waking=True, placement="follow-up") + _line(
-        2, k.TURN_START, turn=1, items=[1]
+    return _line(1, ev.InboxQueued, text="hello", waking=True, placement="follow-up") + _line(
+        2, ev.TurnStart, turn=1, items=[1]
     )
 
 
 # kind, fields: each is valid JSON that some reader used to crash on or misread.
-WRONG_SHAPES: dict[str, tuple[str, dict[str, Any]]] = {
-    "user text int": (k.USER_MESSAGE, {"text": 12345}),
-    "user text null": (k.USER_MESSAGE, {"text": None}),
-    "user checkpoint str": (k.USER_MESSAGE, {"text": "x", "checkpoint": "x"}),
-    "user checkpoint summary list": (k.USER_MESSAGE, {"text": "x", "checkpoint": {"summary": []}}),
-    "user item_id list": (k.USER_MESSAGE, {"text": "x", "item_id": [1]}),
-    "assistant content int": (k.ASSISTANT_MESSAGE, {"content": 5}),
-    "tool_calls str": (k.ASSISTANT_MESSAGE, {"content": "", "tool_calls": "x"}),
-    "tool_calls of ints": (k.ASSISTANT_MESSAGE, {"content": "", "tool_calls": [1]}),
+WRONG_SHAPES: dict[str, tuple[type[ev.Event], dict[str, Any]]] = {
+    "user text int": (ev.UserMessage, {"text": 12345}),
+    "user text null": (ev.UserMessage, {"text": None}),
+    "user checkpoint str": (ev.UserMessage, {"text": "x", "checkpoint": "x"}),
+    "user checkpoint summary list": (ev.UserMessage, {"text": "x", "checkpoint": {"summary": []}}),
+    "user item_id list": (ev.UserMessage, {"text": "x", "item_id": [1]}),
+    "assistant content int": (ev.AssistantMessage, {"content": 5}),
+    "tool_calls str": (ev.AssistantMessage, {"content": "", "tool_calls": "x"}),
+    "tool_calls of ints": (ev.AssistantMessage, {"content": "", "tool_calls": [1]}),
     "tool call id int": (
-        k.ASSISTANT_MESSAGE,
+        ev.AssistantMessage,
         {"content": "", "tool_calls": [{"id": 1, "name": "a", "arguments": "{}"}]},
     ),
     "tool call without name": (
-        k.ASSISTANT_MESSAGE,
+        ev.AssistantMessage,
         {"content": "", "tool_calls": [{"id": "c1", "arguments": "{}"}]},
     ),
     "tool call arguments dict": (
-        k.ASSISTANT_MESSAGE,
+        ev.AssistantMessage,
         {"content": "", "tool_calls": [{"id": "c1", "name": "a", "arguments": {}}]},
     ),
-    "tool result content int": (k.TOOL_RESULT, {"call_id": "c1", "content": 5}),
-    "tool result call_id list": (k.TOOL_RESULT, {"call_id": [], "content": "x"}),
-    "summary replaced str": (k.COMPACT_SUMMARY, {"start": 1, "summary": "s", "replaced": "x"}),
-    "summary replaced strs": (k.COMPACT_SUMMARY, {"start": 1, "summary": "s", "replaced": ["a"]}),
-    "turn start without turn": (k.TURN_START, {"items": []}),
-    "turn start turn str": (k.TURN_START, {"turn": "1"}),
-    "compact end start str": (k.COMPACT_END, {"start": "x"}),
-    "inbox queued text int": (k.INBOX_QUEUED, {"text": 1, "waking": True}),
-    "inbox edited item_id list": (k.INBOX_EDITED, {"item_id": [3], "text": "x"}),
-    "inbox removed item_id dict": (k.INBOX_REMOVED, {"item_id": {}}),
-    "note content int": ("note/set", {"key": "k", "content": 12345, "source_ids": []}),
-    "note key int": ("note/set", {"key": 5, "content": "c", "source_ids": []}),
-    "note source_ids str": ("note/set", {"key": "k", "content": "c", "source_ids": SOURCE}),
-    "note delete key list": ("note/delete", {"key": ["k"]}),
-    "fork from_seq str": (k.SESSION_FORK, {"from_thread": "t", "from_seq": "1"}),
+    "tool result content int": (ev.ToolResult, {"call_id": "c1", "content": 5}),
+    "tool result call_id list": (ev.ToolResult, {"call_id": [], "content": "x"}),
+    "summary replaced str": (ev.CompactSummary, {"start": 1, "summary": "s", "replaced": "x"}),
+    "summary replaced strs": (ev.CompactSummary, {"start": 1, "summary": "s", "replaced": ["a"]}),
+    "turn start without turn": (ev.TurnStart, {"items": []}),
+    "turn start turn str": (ev.TurnStart, {"turn": "1"}),
+    "compact end start str": (ev.CompactEnd, {"start": "x"}),
+    "inbox queued text int": (ev.InboxQueued, {"text": 1, "waking": True}),
+    "inbox edited item_id list": (ev.InboxEdited, {"item_id": [3], "text": "x"}),
+    "inbox removed item_id dict": (ev.InboxRemoved, {"item_id": {}}),
+    "note content int": (ev.NoteSet, {"key": "k", "content": 12345, "source_ids": []}),
+    "note key int": (ev.NoteSet, {"key": 5, "content": "c", "source_ids": []}),
+    "note source_ids str": (ev.NoteSet, {"key": "k", "content": "c", "source_ids": SOURCE}),
+    "note delete key list": (ev.NoteDelete, {"key": ["k"]}),
+    "fork from_seq str": (ev.SessionFork, {"from_thread": "t", "from_seq": "1"}),
 }
 
 
@@ -79,7 +80,7 @@ def test_a_payload_of_the_wrong_shape_is_one_line_with_file_and_line(
 ) -> None:
     kind, fields = WRONG_SHAPES[case]
     path = tmp_path / "session.jsonl"
-    original = _good_prefix() + _line(3, kind, **fields) + _line(4, k.TURN_END, turn=1)
+    original = _good_prefix() + _line(3, kind, **fields) + _line(4, ev.TurnEnd, turn=1)
     path.write_bytes(original)
     with pytest.raises(LogCorruptError) as info:
         read_events(path)
@@ -100,13 +101,15 @@ def _nested(depth: int) -> str:
     [
         _nested(100_000),
         '{"seq": 2, "ts": "x", "kind": "user/message", "text": "a", "x": ' + _nested(100_000) + "}",
-        '{"seq": 2, "ts": "x", "kind": "user/message", "text": "a", "n": ' + "9" * 5000 + "}",
+        # In a field a reader uses: an unknown field is skipped, not parsed, by the typed
+        # decoder (an integer past 64 bits is still refused wherever it is read).
+        '{"seq": 2, "ts": "x", "kind": "user/message", "text": "a", "item_id": ' + "9" * 5000 + "}",
     ],
     ids=["deep array line", "deep array field", "5000-digit int"],
 )
 def test_pathological_json_is_corruption_not_a_crash(tmp_path: Path, raw: str) -> None:
     path = tmp_path / "session.jsonl"
-    path.write_bytes(_line(1, k.USER_MESSAGE, text="a") + raw.encode() + b"\n")
+    path.write_bytes(_line(1, ev.UserMessage, text="a") + raw.encode() + b"\n")
     with pytest.raises(LogCorruptError) as info:
         read_events(path)
     assert info.value.line == 2
@@ -116,31 +119,31 @@ def test_every_shape_the_engine_writes_is_accepted(tmp_path: Path) -> None:
     """Validation must never reject a log the engine itself wrote."""
     path = tmp_path / "session.jsonl"
     log = SessionLog.open(path)
-    log.append(k.INBOX_QUEUED, text="q", waking=True, placement="follow-up")
-    log.append(k.INBOX_EDITED, item_id=1, text="q2")
-    log.append(k.TURN_START, turn=1, items=[1])
-    log.append(k.USER_MESSAGE, text="q2", item_id=1)
-    log.append(k.USER_MESSAGE, text="steer", item_id=1, placement="next-step")
-    log.append(k.USER_MESSAGE, text="ctx", source="inject")
-    call = {"id": "c1", "name": "history_search", "arguments": "{}"}
-    log.append(k.ASSISTANT_MESSAGE, content=None, tool_calls=[call], usage=None, model="m")
-    log.append(k.TOOL_RESULT, call_id="c1", name="history_search", content="r")
-    log.append(k.ASSISTANT_MESSAGE, content="partial", tool_calls=[], cancelled=True)
-    log.append(k.TURN_END, turn=1, status="error", error="boom")
-    log.append(k.COMPACT_START, turn=None, range={"first": 4, "last": 9}, seqs=[4, 9], tokens=9)
-    log.append(k.COMPACT_SUMMARY, start=12, summary="s", raw="s", usage={}, replaced=[4, 9])
-    checkpoint = {"summary": 13, "start": 12, "first": 4, "last": 9, "count": 2}
-    log.append(k.USER_MESSAGE, text="[checkpoint]", checkpoint=checkpoint)
-    log.append(k.COMPACT_END, start=12, turn=None, archive={"batch": 1})
-    log.append(k.COMMAND_RUN, name="compact", args="")
-    log.append(k.COMMAND_DONE, name="compact", run=16, error="busy")
-    log.append("note/set", key="k", content="c", source_ids=[SOURCE])
-    log.append("note/delete", key="k")
-    log.append(k.INBOX_REMOVED, item_id=1)
-    log.append(k.END_SEED, previous=19)
-    log.append(k.SESSION_FORK, from_thread="t", from_seq=3)
-    log.append(k.USER_MESSAGE, text="forked", checkpoint={"forked_from": 3})
-    log.append("future/kind", anything=[1, {"a": None}])
+    log.append(ev.InboxQueued(text="q", waking=True, placement="follow-up"))
+    log.append(ev.InboxEdited(item_id=1, text="q2"))
+    log.append(ev.TurnStart(turn=1, items=[1]))
+    log.append(ev.UserMessage(text="q2", item_id=1))
+    log.append(ev.UserMessage(text="steer", item_id=1, placement="next-step"))
+    log.append(ev.UserMessage(text="ctx", source="inject"))
+    call = ev.ToolCall(id="c1", name="history_search", arguments="{}")
+    log.append(ev.AssistantMessage(content=None, tool_calls=[call], usage=None, model="m"))
+    log.append(ev.ToolResult(call_id="c1", name="history_search", content="r"))
+    log.append(ev.AssistantMessage(content="partial", tool_calls=[], cancelled=True))
+    log.append(ev.TurnEnd(turn=1, status="error", error="boom"))
+    log.append(ev.CompactStart(turn=None, range={"first": 4, "last": 9}, seqs=[4, 9], tokens=9))
+    log.append(ev.CompactSummary(start=12, summary="s", raw="s", usage={}, replaced=[4, 9]))
+    checkpoint = ev.Checkpoint(summary=13, start=12, first=4, last=9, count=2)
+    log.append(ev.UserMessage(text="[checkpoint]", checkpoint=checkpoint))
+    log.append(ev.CompactEnd(start=12, turn=None, archive={"batch": 1}))
+    log.append(ev.CommandRun(name="compact", args=""))
+    log.append(ev.CommandDone(name="compact", run=16, error="busy"))
+    log.append(ev.NoteSet(key="k", content="c", source_ids=[SOURCE]))
+    log.append(ev.NoteDelete(key="k"))
+    log.append(ev.InboxRemoved(item_id=1))
+    log.append(ev.EndSeed(previous=19))
+    log.append(ev.SessionFork(from_thread="t", from_seq=3))
+    log.append(ev.UserMessage(text="forked", checkpoint=ev.Checkpoint(forked_from=3)))
+    log.append(ev.UnknownEvent(0, "", "future/kind", {"anything": [1, {"a": None}]}))
     log.close()
     assert len(read_events(path).events) == 23
 
@@ -164,7 +167,7 @@ def _one_line_error(result: Any, path: Path, line: int) -> None:
     assert f"{path}:{line}:" in lines[0]
 
 
-BAD_TEXT = _good_prefix() + _line(3, k.USER_MESSAGE, text=12345, item_id=1)
+BAD_TEXT = _good_prefix() + _line(3, ev.UserMessage, text=12345, item_id=1)
 
 
 @pytest.mark.parametrize(
@@ -183,8 +186,8 @@ def test_resume_reports_a_wrong_shape_in_one_line(env: Env) -> None:
 
 
 def test_threads_lists_healthy_threads_and_marks_a_damaged_one(env: Env) -> None:
-    _thread(env.home, "good", _line(1, k.INBOX_QUEUED, text="a healthy question", waking=True))
-    bad = _line(1, k.USER_MESSAGE, text="fine") + b'{"seq":2,"kind":"user/message","text":"\xff"}\n'
+    _thread(env.home, "good", _line(1, ev.InboxQueued, text="a healthy question", waking=True))
+    bad = _line(1, ev.UserMessage, text="fine") + b'{"seq":2,"kind":"user/message","text":"\xff"}\n'
     _thread(env.home, "broken", bad)
     _thread(env.home, "shape", BAD_TEXT)
 
@@ -200,7 +203,7 @@ def test_threads_lists_healthy_threads_and_marks_a_damaged_one(env: Env) -> None
 
 def test_list_threads_survives_invalid_utf8_in_the_title_lines(tmp_path: Path) -> None:
     _thread(tmp_path, "bad", b'{"seq":1,"ts":"x","kind":"user/message","text":"\xff\xfe"}\n')
-    _thread(tmp_path, "good", _line(1, k.USER_MESSAGE, text="hi"))
+    _thread(tmp_path, "good", _line(1, ev.UserMessage, text="hi"))
     found = {info.id: info for info in list_threads(tmp_path, "local", verify=True)}
     assert found["good"].title == "hi" and found["good"].problem is None
     assert found["bad"].problem is not None and ":1:" in found["bad"].problem

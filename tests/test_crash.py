@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import log as k
+from engine import events as ev
 from engine.config import load_config
 from engine.runtime import Runtime
 from engine.session import Thread
@@ -62,14 +62,14 @@ async def test_killed_during_compaction_loses_nothing(tmp_path, server, step):
     rt = opened(Runtime.open(config, tmp_path, thread_id="crash", model=client_for(server)))
     log = rt.thread.log
     assert log.tail.open_compact is None  # a crash's bracket is stale after the end-seed
-    said = [e["text"] for e in of_kind(log.events, k.USER_MESSAGE) if "item_id" in e]
+    said = [e.text for e in of_kind(log.events, ev.UserMessage) if e.item_id is not None]
     waiting = [item.text for item in rt.driver.inbox]
     assert said[:2] == ["one", "two"]
     assert said[2:] + waiting == [TYPED_DURING]  # delivered or restored, exactly once
     # The thread is usable: a new prompt runs (with any restored input) ...
     rt.driver.send("after restart")
     await asyncio.wait_for(rt.driver.when_idle(), 10)
-    assert of_kind(log.events, k.TURN_END)[-1]["status"] == "ok"
+    assert of_kind(log.events, ev.TurnEnd)[-1].status == "ok"
     assert not rt.driver.inbox
     # ... and /compact is not wedged by the killed attempt.
     result = await rt.commands.run("/compact")

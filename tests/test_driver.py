@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from engine import log as k
+from engine import events as ev
 from engine.driver import DriverClosedError
 from engine.log import SessionLog
 from engine.tools import ToolBox
@@ -23,16 +23,16 @@ async def test_one_turn_is_logged_in_order(tmp_path, server):
     d.send("hello")
     await _settled(d)
     assert kinds(d.log.events) == [
-        k.INBOX_QUEUED,
-        k.TURN_START,
-        k.USER_MESSAGE,
-        k.ASSISTANT_MESSAGE,
-        k.TURN_END,
+        ev.InboxQueued,
+        ev.TurnStart,
+        ev.UserMessage,
+        ev.AssistantMessage,
+        ev.TurnEnd,
     ]
-    reply = of_kind(d.log.events, k.ASSISTANT_MESSAGE)[0]
-    assert reply["content"] == "hi there"
-    assert reply["usage"]["completion_tokens"] > 0
-    assert of_kind(d.log.events, k.TURN_END)[0]["status"] == "ok"
+    reply = of_kind(d.log.events, ev.AssistantMessage)[0]
+    assert reply.content == "hi there"
+    assert reply.usage["completion_tokens"] > 0
+    assert of_kind(d.log.events, ev.TurnEnd)[0].status == "ok"
     await d.aclose()
 
 
@@ -41,7 +41,7 @@ async def test_same_tick_waking_send_owns_the_next_turn(tmp_path, server):
     d.send("first")
     # The claim is only scheduled (call_soon): no turn has started, the driver
     # looks idle, yet the accepted waking send already has right of way.
-    assert k.TURN_START not in kinds(d.log.events)
+    assert ev.TurnStart not in kinds(d.log.events)
     assert d.running_turn is None
     assert d.reserve_turn_admission() is None
     await _settled(d)
@@ -74,15 +74,15 @@ async def test_ids_and_fifo_are_preserved_across_a_reservation(tmp_path, server)
     a = d.send("alpha")
     b = d.send("beta")
     await asyncio.sleep(0)  # let any (wrongly) scheduled claim run
-    assert k.TURN_START not in kinds(d.log.events)
+    assert ev.TurnStart not in kinds(d.log.events)
     assert [item.id for item in d.inbox] == [a, b]
     release()
     await _settled(d)
-    starts = of_kind(d.log.events, k.TURN_START)
-    assert [s_["items"] for s_ in starts] == [[a], [b]]
-    prompts = of_kind(d.log.events, k.USER_MESSAGE)
-    assert [(m["item_id"], m["text"]) for m in prompts] == [(a, "alpha"), (b, "beta")]
-    assert [t["turn"] for t in starts] == [1, 2]
+    starts = of_kind(d.log.events, ev.TurnStart)
+    assert [s_.items for s_ in starts] == [[a], [b]]
+    prompts = of_kind(d.log.events, ev.UserMessage)
+    assert [(m.item_id, m.text) for m in prompts] == [(a, "alpha"), (b, "beta")]
+    assert [t.turn for t in starts] == [1, 2]
     await d.aclose()
 
 
@@ -95,8 +95,8 @@ async def test_next_step_during_reservation_becomes_a_follow_up(tmp_path, server
     assert [i.id for i in d.inbox] == [item]
     release()
     await _settled(d)
-    start = of_kind(d.log.events, k.TURN_START)[0]
-    assert start["items"] == [item]
+    start = of_kind(d.log.events, ev.TurnStart)[0]
+    assert start.items == [item]
     await d.aclose()
 
 
@@ -105,16 +105,16 @@ async def test_quiet_work_waits_for_a_waking_send(tmp_path, server):
     quiet = d.send("context only", waking=False)
     await _settled(d)  # quiet work is not unfinished activity
     await asyncio.sleep(0)
-    assert k.TURN_START not in kinds(d.log.events)
+    assert ev.TurnStart not in kinds(d.log.events)
     assert d.reserve_turn_admission() is not None  # and it does not own the next turn
     # (the reservation above is released by teardown; use a fresh driver state)
     d2 = make_driver(tmp_path / "b", server)
     q = d2.send("background", waking=False)
     w = d2.send("now answer")
     await _settled(d2)
-    start = of_kind(d2.log.events, k.TURN_START)[0]
-    assert start["items"] == [q, w]
-    assert [m["text"] for m in of_kind(d2.log.events, k.USER_MESSAGE)] == [
+    start = of_kind(d2.log.events, ev.TurnStart)[0]
+    assert start.items == [q, w]
+    assert [m.text for m in of_kind(d2.log.events, ev.UserMessage)] == [
         "background",
         "now answer",
     ]
@@ -131,7 +131,7 @@ async def test_release_is_idempotent_and_rearms_the_driver(tmp_path, server):
     first()
     first()  # second call is a no-op
     await _settled(d)
-    assert len(of_kind(d.log.events, k.TURN_START)) == 1
+    assert len(of_kind(d.log.events, ev.TurnStart)) == 1
     second = d.reserve_turn_admission()
     assert second is not None
     first()  # a stale release must not free a newer reservation
@@ -164,7 +164,7 @@ async def test_when_idle_waits_for_the_waking_item_a_reservation_held(tmp_path, 
     assert not waiter.done()  # the turn the reservation held is still running
     server.release()
     await asyncio.wait_for(waiter, 5)
-    assert of_kind(d.log.events, k.TURN_END)[0]["status"] == "ok"
+    assert of_kind(d.log.events, ev.TurnEnd)[0].status == "ok"
     await d.aclose()
 
 
@@ -172,12 +172,12 @@ async def test_inject_is_immediate_and_never_wakes(tmp_path, server):
     d = make_driver(tmp_path, server)
     release = d.reserve_turn_admission()
     seq = d.inject("plugin context")
-    assert d.log.events[-1]["seq"] == seq
-    assert d.log.events[-1]["source"] == "inject"
+    assert d.log.events[-1].seq == seq
+    assert d.log.events[-1].source == "inject"
     release()
     await _settled(d)
     await asyncio.sleep(0)
-    assert k.TURN_START not in kinds(d.log.events)
+    assert ev.TurnStart not in kinds(d.log.events)
     assert d.surface.messages()[-1] == {"role": "user", "content": "plugin context"}
     await d.aclose()
 
@@ -191,11 +191,11 @@ async def test_cancel_keeps_partial_reply_and_prompt(tmp_path, server):
     assert d.cancel()
     await _settled(d)
     server.release()
-    reply = of_kind(d.log.events, k.ASSISTANT_MESSAGE)[0]
-    assert reply["cancelled"] is True
-    assert reply["content"] and "partial answer".startswith(reply["content"][:4])
-    assert of_kind(d.log.events, k.TURN_END)[0]["status"] == "cancelled"
-    assert of_kind(d.log.events, k.USER_MESSAGE)[0]["text"] == "tell me"
+    reply = of_kind(d.log.events, ev.AssistantMessage)[0]
+    assert reply.cancelled is True
+    assert reply.content and "partial answer".startswith(reply.content[:4])
+    assert of_kind(d.log.events, ev.TurnEnd)[0].status == "cancelled"
+    assert of_kind(d.log.events, ev.UserMessage)[0].text == "tell me"
     assert not d.cancel()  # nothing left to cancel
     await d.aclose()
 
@@ -209,8 +209,8 @@ async def test_cancel_runs_the_queue_on(tmp_path, server):
     d.cancel()
     await _settled(d)
     server.release()
-    ends = of_kind(d.log.events, k.TURN_END)
-    assert [e["status"] for e in ends] == ["cancelled", "ok"]
+    ends = of_kind(d.log.events, ev.TurnEnd)
+    assert [e.status for e in ends] == ["cancelled", "ok"]
     await d.aclose()
 
 
@@ -235,8 +235,8 @@ async def test_teardown_cancels_and_drains_a_running_turn(tmp_path, server):
     await server.wait_requests(1)
     await asyncio.wait_for(d.aclose(), 5)
     server.release()
-    assert d.log.events[-1]["kind"] == k.TURN_END
-    assert d.log.events[-1]["status"] == "cancelled"
+    assert isinstance(d.log.events[-1], ev.TurnEnd)
+    assert d.log.events[-1].status == "cancelled"
 
 
 async def test_tool_round_trip_and_steering(tmp_path, server):
@@ -252,11 +252,11 @@ async def test_tool_round_trip_and_steering(tmp_path, server):
     steer = d.send("also mention pong", placement="next-step")
     server.release()
     await _settled(d)
-    assert kinds(d.log.events, k.TURN_START, k.TURN_END) == [k.TURN_START, k.TURN_END]
-    result = of_kind(d.log.events, k.TOOL_RESULT)[0]
-    assert json.loads(result["content"]) == {"echo": "ping"}
-    steered = [m for m in of_kind(d.log.events, k.USER_MESSAGE) if m.get("item_id") == steer]
-    assert steered and steered[0]["placement"] == "next-step"
+    assert kinds(d.log.events, ev.TurnStart, ev.TurnEnd) == [ev.TurnStart, ev.TurnEnd]
+    result = of_kind(d.log.events, ev.ToolResult)[0]
+    assert json.loads(result.content) == {"echo": "ping"}
+    steered = [m for m in of_kind(d.log.events, ev.UserMessage) if m.item_id == steer]
+    assert steered and steered[0].placement == "next-step"
     # The steering message reached the model in a request of the same turn.
     last = server.requests[-1]["messages"]
     assert last[-1] == {"role": "user", "content": "also mention pong"}
@@ -269,9 +269,9 @@ async def test_malformed_tool_arguments_get_a_json_error(tmp_path, server):
     d = make_driver(tmp_path, server, tools=ToolBox([echo_tool()]))
     d.send("go")
     await _settled(d)
-    result = json.loads(of_kind(d.log.events, k.TOOL_RESULT)[0]["content"])
+    result = json.loads(of_kind(d.log.events, ev.ToolResult)[0].content)
     assert result["status"] == "error" and result["error"] == "invalid_arguments"
-    assert of_kind(d.log.events, k.TURN_END)[0]["status"] == "ok"
+    assert of_kind(d.log.events, ev.TurnEnd)[0].status == "ok"
     await d.aclose()
 
 
@@ -280,9 +280,9 @@ async def test_model_error_ends_turn_with_one_line_and_keeps_prompt(tmp_path, se
     d = make_driver(tmp_path, server)
     d.send("are you there")
     await _settled(d)
-    end = of_kind(d.log.events, k.TURN_END)[0]
-    assert end["status"] == "error" and "\n" not in end["error"] and "401" in end["error"]
-    assert of_kind(d.log.events, k.USER_MESSAGE)[0]["text"] == "are you there"
+    end = of_kind(d.log.events, ev.TurnEnd)[0]
+    assert end.status == "error" and "\n" not in end.error and "401" in end.error
+    assert of_kind(d.log.events, ev.UserMessage)[0].text == "are you there"
     await d.aclose()
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from engine import log as k
+from engine import events as ev
 from engine.config import load_config
 from engine.continuity.cli import cli_search
 from engine.log import read_events
@@ -73,10 +73,10 @@ def _config(tmp_path: Path, server: s.ScriptedServer) -> Path:
 def _delivered_facts(events: list[dict[str, Any]]) -> list[tuple[str, int]]:
     """(fact, seq) for each fact in a prompt that reached the conversation."""
     found = []
-    for event in of_kind(events, k.USER_MESSAGE):
-        if "item_id" not in event:
+    for event in of_kind(events, ev.UserMessage):
+        if event.item_id is None:
             continue
-        found.extend((fact, event["seq"]) for fact in FACTS if fact in event["text"])
+        found.extend((fact, event.seq) for fact in FACTS if fact in event.text)
     return found
 
 
@@ -142,8 +142,10 @@ async def test_a_fault_anywhere_in_compaction_loses_nothing(tmp_path, server, mo
     try:
         log = rt.thread.log
         assert log.tail.open_compact is None
-        queued = {e["seq"]: e["text"] for e in of_kind(log.events, k.INBOX_QUEUED)}
-        delivered = {e["item_id"] for e in of_kind(log.events, k.USER_MESSAGE) if "item_id" in e}
+        queued = {e.seq: e.text for e in of_kind(log.events, ev.InboxQueued)}
+        delivered = {
+            e.item_id for e in of_kind(log.events, ev.UserMessage) if e.item_id is not None
+        }
         waiting = {item.id for item in rt.driver.inbox}
         lost = [text for seq, text in queued.items() if seq not in delivered | waiting]
         assert lost == []
@@ -153,11 +155,11 @@ async def test_a_fault_anywhere_in_compaction_loses_nothing(tmp_path, server, mo
         server.script(s.text("back again"))
         rt.driver.send("after restart")
         await asyncio.wait_for(rt.driver.when_idle(), 20)
-        assert of_kind(log.events, k.TURN_END)[-1]["status"] == "ok"
+        assert of_kind(log.events, ev.TurnEnd)[-1].status == "ok"
         assert not rt.driver.inbox
         server.script(s.text("A later summary."))
         result = await rt.commands.run("/compact")
         assert result.ok, result.text
     finally:
         await rt.aclose()
-    assert read_events(log_path).events[-1]["kind"] in (k.COMMAND_DONE, k.COMPACT_END)
+    assert isinstance(read_events(log_path).events[-1], (ev.CommandDone, ev.CompactEnd))

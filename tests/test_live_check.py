@@ -133,7 +133,8 @@ def _run(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.Com
         timeout=120,
         cwd=ROOT,
         check=False,
-        env={**os.environ, **(env or {})},
+        # The script imports this checkout's engine, not whichever one is installed.
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
     )
 
 

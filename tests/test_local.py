@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from engine import log as k
+from engine import events as ev
 from engine.backend import Backend, choose_backend
 from engine.config import parse_config
 from engine.local import (
@@ -119,16 +119,16 @@ async def test_compact_gets_a_real_summary_from_the_local_model(tmp_path: Path) 
         for prompt in ("My cat is called Pixel.", "Pixel likes to sleep on my keyboard."):
             rt.driver.send(prompt)
             await asyncio.wait_for(rt.driver.when_idle(), LIMIT)
-        replies = of_kind(rt.thread.log.events, k.ASSISTANT_MESSAGE)
-        assert len(replies) == 2 and all(str(r.get("content") or "").strip() for r in replies)
+        replies = of_kind(rt.thread.log.events, ev.AssistantMessage)
+        assert len(replies) == 2 and all((r.content or "").strip() for r in replies)
 
         result = await asyncio.wait_for(rt.commands.run("/compact"), LIMIT)
         assert result.ok, result
-        (summary,) = of_kind(rt.thread.log.events, k.COMPACT_SUMMARY)
-        assert str(summary["summary"]).strip(), summary
-        assert summary["model"] == "SmolLM2-135M-Instruct"  # written by the local model
-        (end,) = of_kind(rt.thread.log.events, k.COMPACT_END)
-        assert not end.get("error"), end
+        (summary,) = of_kind(rt.thread.log.events, ev.CompactSummary)
+        assert str(summary.summary).strip(), summary
+        assert summary.model == "SmolLM2-135M-Instruct"  # written by the local model
+        (end,) = of_kind(rt.thread.log.events, ev.CompactEnd)
+        assert not end.error, end
     finally:
         await rt.aclose()
     assert not client.server.running  # closing the runtime stopped the server

@@ -10,21 +10,22 @@ from typing import Any
 
 import pytest
 
-from engine import log as k
+from engine import events as ev
 from engine.log import (
-    Event,
     LogCorruptError,
     LogWriteError,
     SessionLog,
     TailState,
+    from_dict,
+    parse_line,
     read_events,
 )
 
 FIXED = datetime(2025, 3, 4, 5, 6, 7, 891234, tzinfo=UTC)
 
 
-def _line(seq: int, kind: str = k.USER_MESSAGE, **fields: Any) -> bytes:
-    event = {"seq": seq, "ts": "2025-01-01T00:00:00.000Z", "kind": kind, **fields}
+def _line(seq: int, kind: type[ev.Event] = ev.UserMessage, **fields: Any) -> bytes:
+    event = {"seq": seq, "ts": "2025-01-01T00:00:00.000Z", "kind": ev.kind_of(kind), **fields}
     return json.dumps(event).encode() + b"\n"
 
 
@@ -32,8 +33,9 @@ def _good_lines(n: int) -> list[bytes]:
     return [_line(i + 1, text=f"message {i + 1}") for i in range(n)]
 
 
-def _ev(seq: int, kind: str, **fields: Any) -> Event:
-    return {"seq": seq, "ts": "2025-01-01T00:00:00.000Z", "kind": kind, **fields}
+def _ev(seq: int, kind: type[ev.Event], **fields: Any) -> ev.LogEvent:
+    line = {"seq": seq, "ts": "2025-01-01T00:00:00.000Z", "kind": ev.kind_of(kind), **fields}
+    return from_dict(line, path=Path("session.jsonl"), lineno=seq)
 
 
 # -- append and replay ------------------------------------------------------------------
@@ -43,52 +45,52 @@ def test_append_then_replay_round_trips_seq_ts_kind_and_fields(tmp_path: Path) -
     path = tmp_path / "session.jsonl"
     log = SessionLog.open(path, clock=lambda: FIXED)
     written = [
-        log.append(k.TURN_START, turn=1, items=[1]),
-        log.append(k.USER_MESSAGE, text="héllo, 世界"),
-        log.append(k.ASSISTANT_MESSAGE, content="hi", usage={"total_tokens": 3}),
-        log.append(k.TURN_END, turn=1, status="ok"),
+        log.append(ev.TurnStart(turn=1, items=[1])),
+        log.append(ev.UserMessage(text="héllo, 世界")),
+        log.append(ev.AssistantMessage(content="hi", usage={"total_tokens": 3})),
+        log.append(ev.TurnEnd(turn=1, status="ok")),
     ]
     log.close()
 
-    assert [e["seq"] for e in written] == [1, 2, 3, 4]
-    assert all(e["ts"] == "2025-03-04T05:06:07.891Z" for e in written)
+    assert [e.seq for e in written] == [1, 2, 3, 4]
+    assert all(e.ts == "2025-03-04T05:06:07.891Z" for e in written)
 
     raw = path.read_bytes()
     assert raw.endswith(b"\n") and raw.count(b"\n") == 4
-    assert [json.loads(line) for line in raw.splitlines()] == written
+    assert [json.loads(line) for line in raw.splitlines()] == [ev.to_dict(e) for e in written]
 
     again = SessionLog.open(path)
     assert again.events == written
     assert again.torn_report is None
     assert again.next_seq == 5
-    assert again.append("x/y")["seq"] == 5
+    assert again.append(ev.UnknownEvent(0, "", "x/y")).seq == 5
     again.close()
-    assert [e["seq"] for e in read_events(path).events] == [1, 2, 3, 4, 5]
+    assert [e.seq for e in read_events(path).events] == [1, 2, 3, 4, 5]
 
 
 def test_open_creates_missing_parent_directories_and_an_empty_log(tmp_path: Path) -> None:
     path = tmp_path / "a" / "b" / "session.jsonl"
     log = SessionLog.open(path)
     assert log.events == [] and log.next_seq == 1
-    log.append(k.USER_MESSAGE, text="first")
+    log.append(ev.UserMessage(text="first"))
     log.close()
-    assert [e["text"] for e in read_events(path).events] == ["first"]
+    assert [e.text for e in read_events(path).events] == ["first"]
 
 
 def test_each_append_reaches_the_os_before_returning(tmp_path: Path) -> None:
     path = tmp_path / "session.jsonl"
     log = SessionLog.open(path)
-    event = log.append(k.USER_MESSAGE, text="visible to other readers")
+    event = log.append(ev.UserMessage(text="visible to other readers"))
     # Another handle sees the line at once, without flush() or close().
     with path.open("rb") as other:
-        assert json.loads(other.read().splitlines()[-1]) == event
+        assert json.loads(other.read().splitlines()[-1]) == ev.to_dict(event)
     log.close()
 
 
 def test_flush_fsyncs_the_log_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "session.jsonl"
     log = SessionLog.open(path)
-    log.append(k.USER_MESSAGE, text="durable")
+    log.append(ev.UserMessage(text="durable"))
 
     synced: list[tuple[int, int]] = []
     real_fsync = os.fsync
@@ -110,11 +112,11 @@ def test_flush_fsyncs_the_log_file(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 def test_append_after_close_raises_and_writes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "session.jsonl"
     log = SessionLog.open(path)
-    log.append(k.USER_MESSAGE, text="a")
+    log.append(ev.UserMessage(text="a"))
     log.close()
     with pytest.raises(LogWriteError, match="closed"):
-        log.append(k.USER_MESSAGE, text="b")
-    assert [e["text"] for e in read_events(path).events] == ["a"]
+        log.append(ev.UserMessage(text="b"))
+    assert [e.text for e in read_events(path).events] == ["a"]
 
 
 # -- torn tail ----------------------------------------------------------------------------
@@ -127,12 +129,12 @@ def test_torn_last_line_is_ignored_reported_once_and_kept(tmp_path: Path) -> Non
 
     # Reading alone reports and does not modify the file.
     loaded = read_events(path)
-    assert [e["seq"] for e in loaded.events] == [1, 2]
+    assert [e.seq for e in loaded.events] == [1, 2]
     assert loaded.torn is not None and f"{path}:3" in loaded.torn
     assert path.read_bytes().endswith(torn)
 
     log = SessionLog.open(path)
-    assert [e["seq"] for e in log.events] == [1, 2]
+    assert [e.seq for e in log.events] == [1, 2]
     report = log.torn_report
     assert report is not None
     assert f"{path}:3" in report, report
@@ -142,13 +144,13 @@ def test_torn_last_line_is_ignored_reported_once_and_kept(tmp_path: Path) -> Non
     assert kept[0].read_bytes() == torn, "the torn bytes must be kept beside the log"
     assert kept[0].name in report
 
-    event = log.append(k.USER_MESSAGE, text="after the crash")
+    event = log.append(ev.UserMessage(text="after the crash"))
     log.close()
-    assert event["seq"] == 3
+    assert event.seq == 3
     reloaded = read_events(path)
     assert reloaded.torn is None
-    assert [e["seq"] for e in reloaded.events] == [1, 2, 3]
-    assert reloaded.events[-1]["text"] == "after the crash"
+    assert [e.seq for e in reloaded.events] == [1, 2, 3]
+    assert reloaded.events[-1].text == "after the crash"
 
     # Reported once: the next open finds a clean file.
     again = SessionLog.open(path)
@@ -162,10 +164,10 @@ def test_torn_only_line_of_a_new_log(tmp_path: Path) -> None:
     path.write_bytes(b'{"seq":1,"ts"')
     log = SessionLog.open(path)
     assert log.events == [] and log.torn_report is not None
-    assert log.append(k.USER_MESSAGE, text="x")["seq"] == 1
+    assert log.append(ev.UserMessage(text="x")).seq == 1
     log.close()
     assert path.read_bytes().count(b"\n") == 1
-    assert read_events(path).events[0]["text"] == "x"
+    assert read_events(path).events[0].text == "x"
 
 
 def test_a_second_torn_tail_at_the_same_seq_does_not_overwrite_the_first(tmp_path: Path) -> None:
@@ -277,7 +279,7 @@ def test_seq_must_be_an_integer(tmp_path: Path, seq: str) -> None:
 # -- tail scan ------------------------------------------------------------------------
 
 
-def _tail(*events: Event) -> TailState:
+def _tail(*events: ev.LogEvent) -> TailState:
     state = TailState()
     for event in events:
         state.apply(event)
@@ -285,64 +287,64 @@ def _tail(*events: Event) -> TailState:
 
 
 def test_tail_finds_the_open_turn_and_closes_it_on_its_end() -> None:
-    start1 = _ev(1, k.TURN_START, turn=1)
-    start2 = _ev(4, k.TURN_START, turn=2)
-    state = _tail(start1, _ev(2, k.USER_MESSAGE, text="q"), _ev(3, k.TURN_END, turn=1), start2)
+    start1 = _ev(1, ev.TurnStart, turn=1)
+    start2 = _ev(4, ev.TurnStart, turn=2)
+    state = _tail(start1, _ev(2, ev.UserMessage, text="q"), _ev(3, ev.TurnEnd, turn=1), start2)
     assert state.open_turn == start2
     assert state.last_turn == 2
-    state.apply(_ev(5, k.TURN_END, turn=1))  # the end of another turn closes nothing
+    state.apply(_ev(5, ev.TurnEnd, turn=1))  # the end of another turn closes nothing
     assert state.open_turn == start2
-    state.apply(_ev(6, k.TURN_END, turn=2))
+    state.apply(_ev(6, ev.TurnEnd, turn=2))
     assert state.open_turn is None
     assert state.last_turn == 2
 
 
 def test_tail_finds_the_newest_end_seed_and_it_clears_an_open_turn() -> None:
-    seed1 = _ev(2, k.END_SEED)
-    seed2 = _ev(4, k.END_SEED)
-    state = _tail(_ev(1, k.TURN_START, turn=1), seed1, _ev(3, k.TURN_START, turn=2), seed2)
+    seed1 = _ev(2, ev.EndSeed)
+    seed2 = _ev(4, ev.EndSeed)
+    state = _tail(_ev(1, ev.TurnStart, turn=1), seed1, _ev(3, ev.TurnStart, turn=2), seed2)
     assert state.end_seed == seed2
     assert state.open_turn is None, "a turn open before the seam belongs to a crashed lifecycle"
     assert state.last_turn == 2
 
 
 def test_unmatched_compact_start_after_the_newest_end_seed_is_live() -> None:
-    start = _ev(3, k.COMPACT_START, turn=None, first=1, last=2)
-    state = _tail(_ev(1, k.USER_MESSAGE, text="a"), _ev(2, k.END_SEED), start)
+    start = _ev(3, ev.CompactStart, turn=None, first=1, last=2)
+    state = _tail(_ev(1, ev.UserMessage, text="a"), _ev(2, ev.EndSeed), start)
     assert state.open_compact == start
     assert state.stale_compacts == []
 
 
 def test_unmatched_compact_start_before_a_later_end_seed_is_stale() -> None:
-    start = _ev(2, k.COMPACT_START, turn=None)
-    state = _tail(_ev(1, k.END_SEED), start, _ev(3, k.END_SEED))
+    start = _ev(2, ev.CompactStart, turn=None)
+    state = _tail(_ev(1, ev.EndSeed), start, _ev(3, ev.EndSeed))
     assert state.open_compact is None
     assert state.stale_compacts == [start]
 
 
 def test_compact_end_naming_the_start_closes_it_and_another_does_not() -> None:
-    start = _ev(1, k.COMPACT_START, turn=None)
-    state = _tail(start, _ev(2, k.COMPACT_END, start=99, error="changed"))
+    start = _ev(1, ev.CompactStart, turn=None)
+    state = _tail(start, _ev(2, ev.CompactEnd, start=99, error="changed"))
     assert state.open_compact == start, "an end for another start must not close this one"
-    state.apply(_ev(3, k.COMPACT_END, start=1))
+    state.apply(_ev(3, ev.CompactEnd, start=1))
     assert state.open_compact is None
-    state.apply(_ev(4, k.END_SEED))
+    state.apply(_ev(4, ev.EndSeed))
     assert state.stale_compacts == [], "a closed compaction is never stale"
 
 
 def test_replay_from_disk_rebuilds_the_tail(tmp_path: Path) -> None:
     path = tmp_path / "session.jsonl"
     log = SessionLog.open(path)
-    log.append(k.TURN_START, turn=1)
-    stale = log.append(k.COMPACT_START, turn=1)
-    log.append(k.END_SEED)
-    live = log.append(k.COMPACT_START, turn=None)
+    log.append(ev.TurnStart(turn=1))
+    stale = log.append(ev.CompactStart(turn=1))
+    log.append(ev.EndSeed())
+    live = log.append(ev.CompactStart(turn=None))
     log.close()
     again = SessionLog.open(path)
     assert again.tail.open_turn is None
     assert again.tail.stale_compacts == [stale]
     assert again.tail.open_compact == live
-    assert again.tail.end_seed is not None and again.tail.end_seed["seq"] == 3
+    assert again.tail.end_seed is not None and again.tail.end_seed.seq == 3
     assert again.tail.last_turn == 1
     again.close()
 
@@ -353,17 +355,17 @@ def test_replay_from_disk_rebuilds_the_tail(tmp_path: Path) -> None:
 def test_listener_runs_after_the_line_is_written(tmp_path: Path) -> None:
     path = tmp_path / "session.jsonl"
     log = SessionLog.open(path)
-    seen: list[tuple[Event, Event, bool, bool]] = []
+    seen: list[tuple[ev.LogEvent, ev.LogEvent, bool, bool]] = []
 
-    def listener(event: Event) -> None:
+    def listener(event: ev.LogEvent) -> None:
         with path.open("rb") as other:
-            on_disk = json.loads(other.read().splitlines()[-1])
+            on_disk = parse_line(path, event.seq, other.read().splitlines()[-1])
         in_memory = log.events[-1] is event
         tail_applied = log.tail.open_turn is event
         seen.append((event, on_disk, in_memory, tail_applied))
 
     log.listeners.append(listener)
-    event = log.append(k.TURN_START, turn=1)
+    event = log.append(ev.TurnStart(turn=1))
     log.close()
     assert seen == [(event, event, True, True)]
 
@@ -371,43 +373,43 @@ def test_listener_runs_after_the_line_is_written(tmp_path: Path) -> None:
 def test_listener_may_append_reentrantly(tmp_path: Path) -> None:
     path = tmp_path / "session.jsonl"
     log = SessionLog.open(path)
-    seen: list[tuple[int, str]] = []
+    seen: list[tuple[int, type[ev.LogEvent]]] = []
 
-    def echo_back(event: Event) -> None:
-        seen.append((event["seq"], event["kind"]))
-        if event["kind"] == k.USER_MESSAGE:
-            log.append(k.COMMAND_RUN, of=event["seq"])
+    def echo_back(event: ev.LogEvent) -> None:
+        seen.append((event.seq, type(event)))
+        if isinstance(event, ev.UserMessage):
+            log.append(ev.CommandDone(run=event.seq))
 
     log.listeners.append(echo_back)
-    log.append(k.USER_MESSAGE, text="one")
-    log.append(k.USER_MESSAGE, text="two")
+    log.append(ev.UserMessage(text="one"))
+    log.append(ev.UserMessage(text="two"))
     log.close()
 
     assert seen == [
-        (1, k.USER_MESSAGE),
-        (2, k.COMMAND_RUN),
-        (3, k.USER_MESSAGE),
-        (4, k.COMMAND_RUN),
+        (1, ev.UserMessage),
+        (2, ev.CommandDone),
+        (3, ev.UserMessage),
+        (4, ev.CommandDone),
     ]
     replayed = read_events(path).events
-    assert [(e["seq"], e["kind"]) for e in replayed] == seen
-    assert [e.get("of") for e in replayed] == [None, 1, None, 3]
+    assert [(e.seq, type(e)) for e in replayed] == seen
+    assert [getattr(e, "run", None) for e in replayed] == [None, 1, None, 3]
 
 
 def test_a_lone_surrogate_from_a_model_does_not_fail_the_append(tmp_path: Path) -> None:
     """JSON escapes allow "\\ud800"; UTF-8 does not. The line is written with U+FFFD."""
     log = SessionLog.open(tmp_path / "session.jsonl")
-    log.append(k.ASSISTANT_MESSAGE, content="half a pair: \ud800!", tool_calls=[])
-    log.append(k.USER_MESSAGE, text="next")
+    log.append(ev.AssistantMessage(content="half a pair: \ud800!", tool_calls=[]))
+    log.append(ev.UserMessage(text="next"))
     log.close()
     events = read_events(tmp_path / "session.jsonl").events
-    assert events[0]["content"] == "half a pair: \ufffd!" and events[1]["seq"] == 2
+    assert events[0].content == "half a pair: \ufffd!" and events[1].seq == 2
 
 
 def test_a_write_that_fails_part_way_leaves_the_file_as_it_was(tmp_path: Path) -> None:
     path = tmp_path / "session.jsonl"
     log = SessionLog.open(path)
-    log.append(k.USER_MESSAGE, text="kept")
+    log.append(ev.UserMessage(text="kept"))
     before = path.read_bytes()
     calls = {"n": 0}
 
@@ -419,9 +421,9 @@ def test_a_write_that_fails_part_way_leaves_the_file_as_it_was(tmp_path: Path) -
 
     log._raw_write = half_then_full  # type: ignore[method-assign]
     with pytest.raises(LogWriteError, match="No space left on device"):
-        log.append(k.USER_MESSAGE, text="lost to a full disk")
+        log.append(ev.UserMessage(text="lost to a full disk"))
     assert path.read_bytes() == before and log.next_seq == 2
     del log._raw_write  # space is back
-    log.append(k.USER_MESSAGE, text="after")
+    log.append(ev.UserMessage(text="after"))
     log.close()
-    assert [e["text"] for e in read_events(path).events] == ["kept", "after"]
+    assert [e.text for e in read_events(path).events] == ["kept", "after"]

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from engine import log as k
+from engine import events as ev
 from engine.log import LogWriteError, read_events
 from engine.session import Thread
 from engine.thread_lock import ThreadLockedError
@@ -26,7 +26,7 @@ from tests.support import of_kind
 
 def _thread(env, tid: str = "shared") -> Thread:
     thread = Thread.create(env.home, "local", tid)
-    thread.log.append(k.USER_MESSAGE, text="the code is ZULU-9")
+    thread.log.append(ev.UserMessage(text="the code is ZULU-9"))
     return thread
 
 
@@ -42,11 +42,11 @@ def test_a_second_writer_is_refused_in_one_line_and_changes_nothing(env, front):
         assert "Traceback" not in result.stderr
         assert holder.log.path.read_bytes() == before
         # The holder goes on writing with the right seqs.
-        holder.log.append(k.USER_MESSAGE, text="still mine")
+        holder.log.append(ev.UserMessage(text="still mine"))
     finally:
         holder.close()
     events = read_events(holder.log.path).events
-    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
 
 
 def test_readers_never_need_the_lock(env):
@@ -74,11 +74,9 @@ def test_a_view_reads_but_refuses_to_write(env):
     holder = _thread(env)
     try:
         view = Thread.view(env.home, "local", "shared", "read-only view: someone has it")
-        assert [e["text"] for e in of_kind(view.log.events, k.USER_MESSAGE)] == [
-            "the code is ZULU-9"
-        ]
+        assert [e.text for e in of_kind(view.log.events, ev.UserMessage)] == ["the code is ZULU-9"]
         with pytest.raises(LogWriteError) as refused:
-            view.log.append(k.USER_MESSAGE, text="mine?")
+            view.log.append(ev.UserMessage(text="mine?"))
         assert str(refused.value) == "read-only view: someone has it"
         view.close()
     finally:
@@ -147,6 +145,6 @@ async def test_two_plain_sessions_on_one_thread_leave_a_loadable_thread(env):
     await asyncio.wait_for(first.communicate(), 30)
     assert first.returncode == 0
     events = read_events(env.home / "users/local/threads/shared/session.jsonl").events
-    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
-    said = [e["text"] for e in of_kind(events, k.USER_MESSAGE) if "item_id" in e]
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    said = [e.text for e in of_kind(events, ev.UserMessage) if e.item_id is not None]
     assert said == ["first prompt", "second prompt"]

@@ -10,7 +10,7 @@ import json
 import re
 from pathlib import Path
 
-from engine import log as k
+from engine import events as ev
 from engine.log import Event, read_events
 from tests import scripted_server as s
 from tests.cli_support import Env, trove
@@ -23,7 +23,7 @@ def _threads(home: Path) -> dict[str, list[Event]]:
 
 
 def _prompts(events: list[Event]) -> list[str]:
-    return [e["text"] for e in events if e["kind"] == k.USER_MESSAGE and not e.get("checkpoint")]
+    return [e.text for e in events if isinstance(e, ev.UserMessage) and e.checkpoint is None]
 
 
 def test_export_writes_markdown_and_json(env: Env, server: ScriptedServer) -> None:

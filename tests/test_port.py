@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import log as k
+from engine import events as ev
 from engine.config import parse_config
 from engine.port import Failure, LogAppended, Notification, Port, ReplyDelta, StateChanged
 from engine.runtime import Runtime
@@ -35,9 +35,9 @@ async def test_a_subscriber_hears_the_turn_in_order(tmp_path: Path, server: Scri
         await rt.driver.when_idle()
     finally:
         await rt.aclose()
-    logged = [n.event["kind"] for n in heard if isinstance(n, LogAppended)]
-    assert logged[:4] == [k.INBOX_QUEUED, k.TURN_START, k.USER_MESSAGE, k.ASSISTANT_MESSAGE]
-    assert logged[-1] == k.TURN_END
+    logged = [type(n.event) for n in heard if isinstance(n, LogAppended)]
+    assert logged[:4] == [ev.InboxQueued, ev.TurnStart, ev.UserMessage, ev.AssistantMessage]
+    assert logged[-1] is ev.TurnEnd
     assert "".join(n.text for n in heard if isinstance(n, ReplyDelta)) == "Hello there, friend."
     states = [n.state for n in heard if isinstance(n, StateChanged)]
     assert [q.text for q in states[0].queue] == ["hi"]  # the send, before its turn
@@ -47,7 +47,7 @@ async def test_a_subscriber_hears_the_turn_in_order(tmp_path: Path, server: Scri
     reply = next(
         i
         for i, n in enumerate(heard)
-        if isinstance(n, LogAppended) and n.event["kind"] == k.ASSISTANT_MESSAGE
+        if isinstance(n, LogAppended) and isinstance(n.event, ev.AssistantMessage)
     )
     assert all(i < reply for i, n in enumerate(heard) if isinstance(n, ReplyDelta))
 
@@ -74,12 +74,12 @@ async def test_a_raising_listener_does_not_break_a_turn(
     finally:
         await rt.aclose()
     events = rt.thread.log.events
-    assert [e["status"] for e in of_kind(events, k.TURN_END)] == ["ok"]
-    assert [e["content"] for e in of_kind(events, k.ASSISTANT_MESSAGE)] == ["The answer is 42."]
+    assert [e.status for e in of_kind(events, ev.TurnEnd)] == ["ok"]
+    assert [e.content for e in of_kind(events, ev.AssistantMessage)] == ["The answer is 42."]
     assert ("LogAppended", "widget bug") in reported and ("ReplyDelta", "widget bug") in reported
     assert "widget bug" in caplog.text
-    assert [n.event["seq"] for n in heard if isinstance(n, LogAppended)] == [
-        e["seq"] for e in events if e["seq"] >= start
+    assert [n.event.seq for n in heard if isinstance(n, LogAppended)] == [
+        e.seq for e in events if e.seq >= start
     ]
     unlogged()
     unlogged()  # idempotent

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+from engine.events import AssistantMessage
 from tui.printer import StreamPrinter
 
 
@@ -15,7 +16,7 @@ def test_whole_lines_stream_a_line_at_a_time(monkeypatch):
         printer.on_delta(1, piece)
     # Nothing partial reaches the terminal: prompt-toolkit would draw it into the prompt line.
     assert out.getvalue() == "one two three four five six\nseven eight\n"
-    printer.on_event({"kind": "assistant/message", "seq": 9, "tool_calls": []})
+    printer.on_event(AssistantMessage(seq=9, tool_calls=[]))
     assert out.getvalue().endswith("seven eight\nnine\n")
     assert err.getvalue() == ""
 

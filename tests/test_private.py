@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import log as k
+from engine import events as ev
 from engine.config import TaskContinuityConfig
 from engine.continuity import ArchiveStore, Source, source_id
 from engine.log import SessionLog
@@ -59,7 +59,7 @@ def test_a_turn_from_the_cli_leaves_only_private_dirs_and_files(
 
 def test_log_created_by_the_engine_is_private(tmp_path: Path) -> None:
     thread = Thread.create(tmp_path / "home", "local", "t1")
-    thread.log.append(k.USER_MESSAGE, text="secret")
+    thread.log.append(ev.UserMessage(text="secret"))
     thread.close()
     assert mode(tmp_path / "home") == 0o700
     assert_private_tree(tmp_path / "home")
@@ -80,7 +80,7 @@ def test_torn_tail_copy_is_private(tmp_path: Path) -> None:
 def test_a_fork_is_private(tmp_path: Path) -> None:
     home = tmp_path / "home"
     thread = Thread.create(home, "local", "parent")
-    thread.log.append(k.USER_MESSAGE, text="secret")
+    thread.log.append(ev.UserMessage(text="secret"))
     thread.close()
     child = fork_thread(home, "local", "parent", new_id="child")
     assert mode(thread_dir(home, "local", child)) == 0o700
@@ -103,7 +103,7 @@ def test_exports_are_private(tmp_path: Path) -> None:
 
     home = tmp_path / "home"
     thread = Thread.create(home, "local", "t1")
-    thread.log.append(k.USER_MESSAGE, text="secret")
+    thread.log.append(ev.UserMessage(text="secret"))
     paths = export_thread(home, thread.id, thread.log.events)
     thread.close()
     assert [mode(p) for p in paths] == [0o600, 0o600]
@@ -123,7 +123,7 @@ def test_existing_too_open_modes_are_tightened_when_trove_writes_there(tmp_path:
     """Data written by an older version (0755/0644) becomes private on its next use."""
     home = tmp_path / "home"
     thread = Thread.create(home, "local", "old")
-    thread.log.append(k.USER_MESSAGE, text="secret")
+    thread.log.append(ev.UserMessage(text="secret"))
     thread.close()
     store_path = thread.dir / "task-history" / "history.sqlite"
     store = ArchiveStore(store_path, TaskContinuityConfig())

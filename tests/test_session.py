@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import log as k
+from engine import events as ev
 from engine.log import read_events
 from engine.session import (
     LOG_NAME,
@@ -25,8 +25,8 @@ BAD_IDS = ["", ".", "..", "../escape", "a/b", "a b", "x" * 81, "name\n", "ünïc
 def _thread_with(home: Path, user: str, thread_id: str, *prompts: str) -> Path:
     thread = Thread.create(home, user, thread_id)
     for prompt in prompts:
-        thread.log.append(k.INBOX_QUEUED, text=prompt, waking=True, placement="follow-up")
-        thread.log.append(k.USER_MESSAGE, text=prompt, item_id=thread.log.next_seq - 1)
+        thread.log.append(ev.InboxQueued(text=prompt, waking=True, placement="follow-up"))
+        thread.log.append(ev.UserMessage(text=prompt, item_id=thread.log.next_seq - 1))
     path = thread.log.path
     thread.close()
     return path
@@ -44,9 +44,9 @@ def test_create_lays_out_users_threads_session_jsonl(tmp_path: Path) -> None:
     assert thread.log.path == expected
     assert expected.is_file()
     assert not thread.resumed
-    thread.log.append(k.USER_MESSAGE, text="hi")
+    thread.log.append(ev.UserMessage(text="hi"))
     thread.close()
-    assert read_events(expected).events[0]["text"] == "hi"
+    assert read_events(expected).events[0].text == "hi"
 
 
 def test_create_without_an_id_makes_a_valid_unique_id(tmp_path: Path) -> None:
@@ -68,16 +68,16 @@ def test_resume_appends_one_end_seed_at_the_seam(tmp_path: Path) -> None:
     assert thread.resumed
     assert thread.log.events[: len(before)] == before
     added = thread.log.events[len(before) :]
-    assert [e["kind"] for e in added] == [k.END_SEED]
-    assert added[0]["seq"] == len(before) + 1
+    assert [type(e) for e in added] == [ev.EndSeed]
+    assert added[0].seq == len(before) + 1
     assert thread.log.tail.end_seed == added[0]
     thread.close()
 
     on_disk = read_events(path).events
-    assert [e["kind"] for e in on_disk].count(k.END_SEED) == 1
+    assert [type(e) for e in on_disk].count(ev.EndSeed) == 1
 
     Thread.resume(tmp_path, "local", "t").close()
-    assert [e["kind"] for e in read_events(path).events].count(k.END_SEED) == 2
+    assert [type(e) for e in read_events(path).events].count(ev.EndSeed) == 2
 
 
 def test_resume_of_an_empty_log_appends_nothing(tmp_path: Path) -> None:
@@ -138,8 +138,8 @@ def test_list_threads_newest_first_with_the_first_prompt_as_title(tmp_path: Path
 
 def test_title_skips_a_checkpoint(tmp_path: Path) -> None:
     thread = Thread.create(tmp_path, "local", "t")
-    thread.log.append(k.USER_MESSAGE, text="[summary]", checkpoint={"summary": 0})
-    thread.log.append(k.USER_MESSAGE, text="real prompt")
+    thread.log.append(ev.UserMessage(text="[summary]", checkpoint={"summary": 0}))
+    thread.log.append(ev.UserMessage(text="real prompt"))
     thread.close()
     assert list_threads(tmp_path, "local")[0].title == "real prompt"
 

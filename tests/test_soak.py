@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 
+from engine import events as ev
 from engine.continuity.store import archive_path
 from engine.runtime import Runtime
 from tests.cli_support import REPO, _clean_env
@@ -65,9 +66,9 @@ async def test_the_checks_count_a_fact_gone_from_the_archive(tmp_path):
         assert sk.counts.lost_facts == {fact}
         assert sk.counts.unreported == {fact}
 
-        queued = rt.thread.log.append("inbox/queued", text="typed", waking=False)
+        queued = rt.thread.log.append(ev.InboxQueued(text="typed", waking=False))
         sk.check_input(rt.thread.log.events, inbox=set())
-        assert sk.counts.lost_input == {queued["seq"]}
+        assert sk.counts.lost_input == {queued.seq}
         assert not sk.counts.clean
         await rt.aclose()
     finally:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import log as k
+from engine import events as ev
 from engine.driver import Driver
 from engine.log import Event, SessionLog, read_events
 from engine.model import ModelClient, ModelError
@@ -117,8 +117,8 @@ async def _run_one(driver: Driver, prompt: str = "tell me") -> None:
 
 
 def _last_turn(events: list[Event]) -> tuple[list[Event], Event]:
-    replies = of_kind(events, k.ASSISTANT_MESSAGE)
-    return replies, of_kind(events, k.TURN_END)[-1]
+    replies = of_kind(events, ev.AssistantMessage)
+    return replies, of_kind(events, ev.TurnEnd)[-1]
 
 
 @pytest.mark.parametrize(
@@ -140,20 +140,20 @@ async def test_a_failed_stream_keeps_its_partial_reply_marked_interrupted(
     await _run_one(driver)
     replies, end = _last_turn(log.events)
     assert len(replies) == 1
-    assert replies[0]["content"] == "partial partial "
-    assert replies[0]["interrupted"] is True and "cancelled" not in replies[0]
-    assert end["status"] == "error" and end["reason"] == kind
-    _clean_line(end["error"])
+    assert replies[0].content == "partial partial "
+    assert replies[0].interrupted is True and replies[0].cancelled is False
+    assert end.status == "error" and end.reason == kind
+    _clean_line(end.error)
     # The partial reply is part of the conversation, like a cancelled one.
     assert driver.surface.messages()[-1] == {"role": "assistant", "content": "partial partial "}
     # The driver is idle and the next turn runs normally.
     await _run_one(driver, "again")
     replies, end = _last_turn(log.events)
-    assert end["status"] == "ok" and replies[-1]["content"] == "the next answer"
+    assert end.status == "ok" and replies[-1].content == "the next answer"
     await driver.aclose()
     # It is on disk, not only in memory.
-    on_disk = of_kind(read_events(tmp_path / "session.jsonl").events, k.ASSISTANT_MESSAGE)
-    assert on_disk[0]["interrupted"] is True
+    on_disk = of_kind(read_events(tmp_path / "session.jsonl").events, ev.AssistantMessage)
+    assert on_disk[0].interrupted is True
 
 
 async def test_an_empty_answer_ends_the_turn_with_a_notice_and_logs_no_reply(
@@ -165,9 +165,9 @@ async def test_an_empty_answer_ends_the_turn_with_a_notice_and_logs_no_reply(
     await _run_one(driver)
     replies, end = _last_turn(log.events)
     assert replies == []
-    assert end["status"] == "error" and end["reason"] == "empty"
-    assert "empty answer" in end["error"]
-    assert of_kind(log.events, k.USER_MESSAGE)[0]["text"] == "tell me"
+    assert end.status == "error" and end.reason == "empty"
+    assert "empty answer" in end.error
+    assert of_kind(log.events, ev.UserMessage)[0].text == "tell me"
     await driver.aclose()
 
 
@@ -211,8 +211,8 @@ def test_prompt_mode_shows_the_partial_reply_and_one_error_line(
     assert result.stdout.strip() == "partial partial"
     line = _error_line(result.stderr)
     assert needle in line and "127.0.0.1" in line and "partial reply is kept" in line
-    reply = of_kind(_log_events(env), k.ASSISTANT_MESSAGE)[0]
-    assert reply["content"] == "partial partial " and reply["interrupted"] is True
+    reply = of_kind(_log_events(env), ev.AssistantMessage)[0]
+    assert reply.content == "partial partial " and reply.interrupted is True
 
 
 @pytest.mark.parametrize("reply", [s.empty(), s.choiceless()], ids=["empty", "choiceless"])
@@ -236,5 +236,5 @@ def test_plain_mode_reports_each_fault_and_goes_on(env: Env, server: ScriptedSer
     assert "mid-reply" in errors[0] and "partial reply is kept" in errors[0]
     assert "empty answer" in errors[1]
     assert "partial" in result.stdout and "third answer" in result.stdout
-    ends = of_kind(_log_events(env), k.TURN_END)
-    assert [e["status"] for e in ends] == ["error", "error", "ok"]
+    ends = of_kind(_log_events(env), ev.TurnEnd)
+    assert [e.status for e in ends] == ["error", "error", "ok"]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from engine import log as k
-from engine.log import Event
+from engine import events as ev
+from engine.log import from_dict
 from engine.surface import (
     INTERRUPTED_RESULT,
     Surface,
@@ -19,31 +20,33 @@ class Events:
     """Builds a log in memory, numbering seqs the way SessionLog does."""
 
     def __init__(self) -> None:
-        self.events: list[Event] = []
+        self.events: list[ev.LogEvent] = []
 
-    def add(self, kind: str, **fields: Any) -> int:
+    def add(self, kind: type[ev.Event], **fields: Any) -> int:
+        """The event as a replay reads it from its line (nested objects typed too)."""
         seq = len(self.events) + 1
-        self.events.append({"seq": seq, "ts": "2025-01-01T00:00:00.000Z", "kind": kind, **fields})
+        line = {"seq": seq, "ts": "2025-01-01T00:00:00.000Z", "kind": ev.kind_of(kind), **fields}
+        self.events.append(from_dict(line, path=Path("session.jsonl"), lineno=seq))
         return seq
 
     def user(self, text: str, **fields: Any) -> int:
-        return self.add(k.USER_MESSAGE, text=text, **fields)
+        return self.add(ev.UserMessage, text=text, **fields)
 
     def assistant(self, content: str = "", calls: Sequence[tuple[str, str, str]] = ()) -> int:
         return self.add(
-            k.ASSISTANT_MESSAGE,
+            ev.AssistantMessage,
             content=content,
             tool_calls=[{"id": i, "name": n, "arguments": a} for i, n, a in calls],
             usage={"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
         )
 
     def result(self, call_id: str, content: str, name: str = "echo") -> int:
-        return self.add(k.TOOL_RESULT, call_id=call_id, name=name, content=content)
+        return self.add(ev.ToolResult, call_id=call_id, name=name, content=content)
 
     def compact(self, replaced: list[int], summary: str) -> int:
         """compact/summary then the checkpoint user/message; returns the checkpoint seq."""
         summary_seq = self.add(
-            k.COMPACT_SUMMARY,
+            ev.CompactSummary,
             summary=summary,
             first=replaced[0],
             last=replaced[-1],
@@ -67,13 +70,13 @@ def _seqs(surface: Surface) -> list[int]:
 
 def test_user_assistant_and_tool_messages_are_derived() -> None:
     log = Events()
-    log.add(k.INBOX_QUEUED, text="what is 2+2?", waking=True, placement="follow-up")
-    log.add(k.TURN_START, turn=1, items=[1])
+    log.add(ev.InboxQueued, text="what is 2+2?", waking=True, placement="follow-up")
+    log.add(ev.TurnStart, turn=1, items=[1])
     log.user("what is 2+2?", item_id=1)
     log.assistant("", calls=[("call_1", "calc", '{"expr": "2+2"}')])
     log.result("call_1", "4", name="calc")
     log.assistant("It is 4.")
-    log.add(k.TURN_END, turn=1, status="ok")
+    log.add(ev.TurnEnd, turn=1, status="ok")
 
     surface = log.surface()
     assert surface.messages() == [
@@ -100,9 +103,9 @@ def test_user_assistant_and_tool_messages_are_derived() -> None:
 
 def test_turn_is_recorded_only_inside_a_turn() -> None:
     log = Events()
-    log.add(k.TURN_START, turn=3)
+    log.add(ev.TurnStart, turn=3)
     log.user("inside")
-    log.add(k.TURN_END, turn=3, status="ok")
+    log.add(ev.TurnEnd, turn=3, status="ok")
     log.user("injected between turns", source="inject")
     assert [entry.turn for entry in log.surface().entries] == [3, None]
 
@@ -177,7 +180,7 @@ def _three_exchanges() -> Events:
 
 def test_checkpoint_replaces_exactly_the_span_at_its_first_entry() -> None:
     log = _three_exchanges()
-    summary = log.add(k.COMPACT_SUMMARY, summary="S", first=1, last=4, replaced=[1, 2, 3, 4])
+    summary = log.add(ev.CompactSummary, summary="S", first=1, last=4, replaced=[1, 2, 3, 4])
     checkpoint = log.checkpoint(summary, [1, 2, 3, 4], "[summary] S")
 
     surface = log.surface()
@@ -196,7 +199,7 @@ def test_checkpoint_in_the_middle_keeps_entries_on_both_sides() -> None:
 
 def test_injection_during_compaction_stays_after_the_checkpoint() -> None:
     log = _three_exchanges()
-    summary = log.add(k.COMPACT_SUMMARY, summary="S", first=1, last=4, replaced=[1, 2, 3, 4])
+    summary = log.add(ev.CompactSummary, summary="S", first=1, last=4, replaced=[1, 2, 3, 4])
     # Context injected while the summary was being written: lower seq than the
     # checkpoint, not part of the replaced span.
     injected = log.user("remember the deadline is Friday", source="inject")

@@ -14,6 +14,7 @@ import json
 import random
 import re
 
+from engine.events import AssistantMessage
 from engine.safe_text import HOLD_LIMIT, SafeStream, safe_json, safe_text
 from tests import scripted_server as s
 from tests.cli_support import Env, trove
@@ -173,7 +174,7 @@ def test_the_repl_printer_at_a_live_prompt_writes_whole_safe_lines():
         for piece in HOSTILE_PIECES:
             printer.on_delta(1, piece)
             assert_clean(out.getvalue())
-        printer.on_event({"kind": "assistant/message", "seq": 3, "tool_calls": []})
+        printer.on_event(AssistantMessage(seq=3, tool_calls=[]))
         printer.notice(f"[tool] {TITLE}x")
         printer.say(f"compacted {CLEAR}ok")
         assert out.getvalue() == VISIBLE + "\ncompacted ok\n"

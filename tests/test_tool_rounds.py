@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import log as k
+from engine import events as ev
 from engine.config import ConfigError, parse_config
 from engine.log import Event, read_events
 from engine.tools import ToolBox
@@ -40,23 +40,23 @@ async def test_a_model_that_keeps_calling_tools_is_stopped_after_the_limit(
     await asyncio.wait_for(d.when_idle(), 10)  # without a limit this never returns
     events = d.log.events
     assert len(server.requests) == 4  # three rounds run, the fourth request's calls refused
-    results = [json.loads(e["content"]) for e in of_kind(events, k.TOOL_RESULT)]
+    results = [json.loads(e.content) for e in of_kind(events, ev.ToolResult)]
     assert results[:3] == [{"echo": "again"}] * 3
     assert results[3]["status"] == "error" and results[3]["error"] == "tool_round_limit"
     # Every call the model made has its result: the last assistant message too.
-    calls = [c["id"] for e in of_kind(events, k.ASSISTANT_MESSAGE) for c in e["tool_calls"]]
-    assert [e["call_id"] for e in of_kind(events, k.TOOL_RESULT)] == calls
-    end = of_kind(events, k.TURN_END)[-1]
-    assert end["status"] == "error" and end["reason"] == "tool_rounds"
-    assert "3 rounds" in end["error"] and "model.max_tool_rounds" in end["error"]
-    assert "\n" not in end["error"]
+    calls = [c.id for e in of_kind(events, ev.AssistantMessage) for c in e.calls]
+    assert [e.call_id for e in of_kind(events, ev.ToolResult)] == calls
+    end = of_kind(events, ev.TurnEnd)[-1]
+    assert end.status == "error" and end.reason == "tool_rounds"
+    assert "3 rounds" in end.error and "model.max_tool_rounds" in end.error
+    assert "\n" not in end.error
     assert d.running_turn is None and not d.inbox
 
     # The next turn runs, and its request is valid: no call without a result.
     server.script(s.text("a plain answer"))
     d.send("now just answer")
     await asyncio.wait_for(d.when_idle(), 10)
-    assert of_kind(d.log.events, k.TURN_END)[-1]["status"] == "ok"
+    assert of_kind(d.log.events, ev.TurnEnd)[-1].status == "ok"
     _assert_every_call_answered(server.requests[-1]["messages"])
     await d.aclose()
 
@@ -67,9 +67,9 @@ async def test_a_turn_under_the_limit_is_untouched(tmp_path: Path, server: Scrip
     d = make_driver(tmp_path, server, tools=ToolBox([echo_tool()]), max_tool_rounds=2)
     d.send("two rounds then answer")
     await asyncio.wait_for(d.when_idle(), 10)
-    end = of_kind(d.log.events, k.TURN_END)[-1]
-    assert end["status"] == "ok" and "reason" not in end
-    assert of_kind(d.log.events, k.ASSISTANT_MESSAGE)[-1]["content"] == "done"
+    end = of_kind(d.log.events, ev.TurnEnd)[-1]
+    assert end.status == "ok" and end.reason is None
+    assert of_kind(d.log.events, ev.AssistantMessage)[-1].content == "done"
     await d.aclose()
 
 
@@ -81,10 +81,10 @@ async def test_the_limit_queues_nothing_away(tmp_path: Path, server: ScriptedSer
     d.send("loop")
     queued = d.send("queued behind it")
     await asyncio.wait_for(d.when_idle(), 10)
-    ends = of_kind(d.log.events, k.TURN_END)
-    assert [e["status"] for e in ends] == ["error", "ok"]
-    assert of_kind(d.log.events, k.TURN_START)[-1]["items"] == [queued]
-    assert of_kind(d.log.events, k.ASSISTANT_MESSAGE)[-1]["content"] == "the queued answer"
+    ends = of_kind(d.log.events, ev.TurnEnd)
+    assert [e.status for e in ends] == ["error", "ok"]
+    assert of_kind(d.log.events, ev.TurnStart)[-1].items == [queued]
+    assert of_kind(d.log.events, ev.AssistantMessage)[-1].content == "the queued answer"
     await d.aclose()
 
 
@@ -136,8 +136,8 @@ def test_prompt_mode_ends_the_turn_with_one_line_and_exit_1(
     assert len(server.requests) == 3
     (line,) = _error_lines(result.stderr)
     assert "2 rounds" in line and "model.max_tool_rounds" in line
-    end = of_kind(_events(env), k.TURN_END)[-1]
-    assert end["status"] == "error" and end["reason"] == "tool_rounds"
+    end = of_kind(_events(env), ev.TurnEnd)[-1]
+    assert end.status == "error" and end.reason == "tool_rounds"
 
 
 def test_plain_mode_ends_the_looping_turn_and_runs_the_next(
@@ -150,5 +150,5 @@ def test_plain_mode_ends_the_looping_turn_and_runs_the_next(
     (line,) = _error_lines(result.stderr)
     assert "after 1 round of tool calls" in line
     assert "the second answer" in result.stdout
-    ends = of_kind(_events(env), k.TURN_END)
-    assert [e["status"] for e in ends] == ["error", "ok"]
+    ends = of_kind(_events(env), ev.TurnEnd)
+    assert [e.status for e in ends] == ["error", "ok"]

@@ -19,7 +19,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from engine import log as k
+from engine import events as ev
 from engine.driver import Driver
 from engine.log import LogWriteError, SessionLog, read_events
 from tests import scripted_server as s
@@ -32,7 +32,7 @@ class Disk:
     every line while `full` is set."""
 
     def __init__(self, log: SessionLog) -> None:
-        self.kinds: set[str] = set()
+        self.kinds: set[type[ev.Event] | None] = set()
         self.full = False
         self._cut = False
         real = log._raw_write
@@ -41,8 +41,9 @@ class Disk:
             if self._cut or self.full:
                 self._cut = False
                 raise OSError(28, "No space left on device")
-            if orjson.loads(data)["kind"] in self.kinds:
-                self.kinds.discard(orjson.loads(data)["kind"])
+            kind = ev.KINDS.get(orjson.loads(data)["kind"])
+            if kind in self.kinds:
+                self.kinds.discard(kind)
                 self._cut = True
                 return real(fd, data[: len(data) // 2])
             return real(fd, data)
@@ -74,26 +75,26 @@ def _driver(tmp_path: Path, server) -> tuple[Driver, Disk, Failures]:
 
 def _loads_in_order(path: Path) -> list[dict]:
     events = read_events(path).events
-    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
     return events
 
 
 async def test_a_full_disk_during_the_reply_ends_the_turn_in_one_line(tmp_path, server):
     driver, disk, _ = _driver(tmp_path, server)
-    disk.kinds = {k.ASSISTANT_MESSAGE}
+    disk.kinds = {ev.AssistantMessage}
     server.script(s.text("a reply the disk cannot take"), s.text("the next answer"))
     driver.send("first question")
     await asyncio.wait_for(driver.when_idle(), 10)
-    end = of_kind(driver.log.events, k.TURN_END)[-1]
-    assert end["status"] == "error" and "\n" not in end["error"]
-    assert "No space left on device" in end["error"]
+    end = of_kind(driver.log.events, ev.TurnEnd)[-1]
+    assert end.status == "error" and "\n" not in end.error
+    assert "No space left on device" in end.error
     # Space is back: the next prompt runs, and the log loads with contiguous seqs.
     driver.send("second question")
     await asyncio.wait_for(driver.when_idle(), 10)
-    assert of_kind(driver.log.events, k.TURN_END)[-1]["status"] == "ok"
+    assert of_kind(driver.log.events, ev.TurnEnd)[-1].status == "ok"
     await driver.aclose()
     events = _loads_in_order(driver.log.path)
-    said = [e["text"] for e in of_kind(events, k.USER_MESSAGE)]
+    said = [e.text for e in of_kind(events, ev.UserMessage)]
     assert said == ["first question", "second question"]
     driver.log.close()
 
@@ -118,10 +119,10 @@ async def test_a_disk_that_stays_full_still_leaves_the_driver_idle(tmp_path, ser
     disk.full = False
     driver.send("typed after space returned")
     await asyncio.wait_for(driver.when_idle(), 10)
-    assert of_kind(driver.log.events, k.TURN_END)[-1]["status"] == "ok"
+    assert of_kind(driver.log.events, ev.TurnEnd)[-1].status == "ok"
     await driver.aclose()
     events = _loads_in_order(driver.log.path)
-    said = [e["text"] for e in of_kind(events, k.USER_MESSAGE)]
+    said = [e.text for e in of_kind(events, ev.UserMessage)]
     assert said == ["asked before the disk filled up", "typed after space returned"]
     driver.log.close()
 
@@ -129,14 +130,14 @@ async def test_a_disk_that_stays_full_still_leaves_the_driver_idle(tmp_path, ser
 async def test_input_that_never_became_a_message_is_queued_again(tmp_path, server):
     """The turn could not even start: its prompt stays queued (quietly), not lost."""
     driver, disk, failures = _driver(tmp_path, server)
-    disk.kinds = {k.TURN_START}
+    disk.kinds = {ev.TurnStart}
     item = driver.send("do not lose me")
     await asyncio.wait_for(driver.when_idle(), 10)
     assert [queued.id for queued in driver.inbox] == [item]
     assert len(failures.lines) == 1 and "No space left on device" in failures.lines[0]
     driver.send("and now")  # the next waking prompt takes the quiet one along
     await asyncio.wait_for(driver.when_idle(), 10)
-    said = [e["text"] for e in of_kind(driver.log.events, k.USER_MESSAGE)]
+    said = [e.text for e in of_kind(driver.log.events, ev.UserMessage)]
     assert said == ["do not lose me", "and now"]
     await driver.aclose()
     _loads_in_order(driver.log.path)
@@ -152,7 +153,7 @@ def test_a_file_size_limit_is_one_line_per_failure_and_the_log_still_loads(env, 
     from engine.session import Thread
 
     thread = Thread.create(env.home, "local", "capped")
-    thread.log.append(k.USER_MESSAGE, text="before the cap")
+    thread.log.append(ev.UserMessage(text="before the cap"))
     thread.close()
     size = thread.log.path.stat().st_size
     server.script(*[s.text("x" * 600) for _ in range(4)])
@@ -173,6 +174,6 @@ def test_a_file_size_limit_is_one_line_per_failure_and_the_log_still_loads(env, 
     events = _loads_in_order(thread.log.path)  # whatever got in, it loads
     assert os.path.getsize(thread.log.path) <= size + 700
     resumed = Thread.resume(env.home, "local", "capped")  # and it resumes
-    assert resumed.log.events[-1]["kind"] == k.END_SEED
-    assert resumed.log.events[-1]["seq"] == len(events) + 1
+    assert isinstance(resumed.log.events[-1], ev.EndSeed)
+    assert resumed.log.events[-1].seq == len(events) + 1
     resumed.close()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from textual.message import Message
 from textual.message_pump import MessagePump
 
-from engine.log import Event
+from engine.events import LogEvent
 from engine.port import (
     EngineState,
     ErrorHook,
@@ -34,7 +34,7 @@ class EngineMessage(Message, bubble=False):
 
 @dataclass
 class LogEventAppended(EngineMessage, bubble=False):
-    event: Event
+    event: LogEvent
 
 
 @dataclass

@@ -12,8 +12,7 @@ import shutil
 import sys
 from typing import TextIO
 
-from engine import log as k
-from engine.log import Event
+from engine.events import AssistantMessage, CompactStart, LogEvent, TurnEnd
 from engine.port import Failure, LogAppended, Notification, ReplyDelta, Unsubscribe
 from engine.runtime import Runtime
 from engine.safe_text import SafeStream, safe_text
@@ -103,24 +102,23 @@ class StreamPrinter:
             self.out.flush()
             self._mid_line = False
 
-    def on_event(self, event: Event) -> None:
-        kind = event["kind"]
-        if kind == k.ASSISTANT_MESSAGE:
+    def on_event(self, event: LogEvent) -> None:
+        if isinstance(event, AssistantMessage):
             self._end_line()
-            self._interrupted = bool(event.get("interrupted"))
-            for call in event.get("tool_calls") or ():
-                self.notice(f"[tool] {call['name']}({_short(call.get('arguments', ''))})")
-        elif kind == k.COMPACT_START and event.get("open_turn"):
+            self._interrupted = event.interrupted
+            for call in event.calls:
+                self.notice(f"[tool] {call.name}({_short(call.arguments or '')})")
+        elif isinstance(event, CompactStart) and event.open_turn:
             self.notice(
                 "[your prompt alone is larger than the context window: it is summarized too]"
             )
-        elif kind == k.TURN_END:
+        elif isinstance(event, TurnEnd):
             self._end_line()
             interrupted, self._interrupted = self._interrupted, False
-            if event.get("status") == "error":
+            if event.status == "error":
                 kept = " (the partial reply is kept in the thread)" if interrupted else ""
-                self.error(f"{event.get('error', 'the turn failed')}{kept}")
-            elif event.get("status") == "cancelled":
+                self.error(f"{event.error or 'the turn failed'}{kept}")
+            elif event.status == "cancelled":
                 self.notice("[cancelled: the partial reply is kept in the thread]")
 
     def notice(self, text: str) -> None:

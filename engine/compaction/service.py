@@ -98,7 +98,7 @@ class CompactService:
         if span is None:
             raise InvalidRangeError(f"no messages between seq {first_seq} and {last_seq}")
         tail = agent.log.tail
-        owner = tail.open_turn["turn"] if tail.open_turn else tail.last_turn
+        owner = tail.open_turn.turn if tail.open_turn else tail.last_turn
         return await self._run(agent, span, Region(owner, "surface", flush))
 
     # -- automatic: TurnHooks -------------------------------------------------

@@ -20,10 +20,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from engine import log as k
+from msgspec import UNSET
+
 from engine.compaction.errors import CompactionCancelled, CompactionError, busy, not_started
 from engine.compaction.prompt import checkpoint_text, clean_summary
 from engine.compaction.selection import Span, span_problem
+from engine.events import Checkpoint, CompactEnd, CompactStart, CompactSummary, UserMessage
 from engine.log import LogWriteError, SessionLog
 from engine.offload import run_drained
 from engine.surface import Entry, Surface
@@ -85,17 +87,18 @@ async def run_region(
     # 2. A start with no end after the newest end-seed is a live lock.
     held = log.tail.open_compact
     if held is not None:
-        raise busy(f"compaction started at log seq {held['seq']} has not ended")
+        raise busy(f"compaction started at log seq {held.seq} has not ended")
     # 3. Take the lock: from here on every failure makes one close attempt.
     try:
         start = log.append(
-            k.COMPACT_START,
-            turn=region.owner,
-            range={"first": span.first, "last": span.last},
-            seqs=list(span.seqs),
-            tokens=span.tokens,
-            stability=region.stability,
-            **({"open_turn": True} if region.open_turn else {}),
+            CompactStart(
+                turn=region.owner,
+                range={"first": span.first, "last": span.last},
+                seqs=list(span.seqs),
+                tokens=span.tokens,
+                stability=region.stability,
+                open_turn=region.open_turn,
+            )
         )
     except LogWriteError as exc:
         raise not_started(exc.reason) from exc
@@ -104,7 +107,7 @@ async def run_region(
     version = surface.version
     error: CompactionError | None = None
     cancelled: asyncio.CancelledError | None = None
-    checkpoint: dict[str, Any] | None = None
+    checkpoint: UserMessage | None = None
     try:
         # 4. The expensive part, visible in the log while it runs.
         completion = await summarize(entries)
@@ -119,7 +122,7 @@ async def run_region(
         if problem is not None:
             raise CompactionError("changed", problem)
         # 6. Commit: the summary, then the checkpoint that takes the span's place.
-        checkpoint = _commit(log, start["seq"], span, entries, summary, completion)
+        checkpoint = _commit(log, start.seq, span, entries, summary, completion)
     except asyncio.CancelledError as exc:
         cancelled = exc
         error = CompactionError("summary", f"cancelled: {_reason(exc)}")
@@ -133,21 +136,21 @@ async def run_region(
     archive: dict[str, Any] | None = None
     archive_error: str | None = None
     if checkpoint is not None and capture is not None:
-        archive, archive_error, late = await _capture_through_cancel(capture, start["seq"], entries)
+        archive, archive_error, late = await _capture_through_cancel(capture, start.seq, entries)
         cancelled = cancelled or late
     # 7. Exactly one close attempt, success or not.
-    fields: dict[str, Any] = {"start": start["seq"], "turn": region.owner}
-    if error is not None:
-        fields.update(error=error.kind, message=str(error))
-    if cancelled is not None:
-        fields["cancelled"] = _reason(cancelled)
-    if archive is not None:
-        fields["archive"] = archive
-    elif archive_error is not None:
-        fields["archive_error"] = archive_error
+    end = CompactEnd(
+        start=start.seq,
+        turn=region.owner,
+        error=None if error is None else error.kind,
+        message=None if error is None else str(error),
+        cancelled=None if cancelled is None else _reason(cancelled),
+        archive=UNSET if archive is None else archive,
+        archive_error=archive_error if archive is None else None,
+    )
     closed = True
     try:
-        log.append(k.COMPACT_END, **fields)
+        log.append(end)
     except LogWriteError as exc:
         # The start stays unmatched on purpose: it keeps blocking, and no flush.
         closed = False
@@ -172,8 +175,8 @@ async def run_region(
     outcome = None
     if checkpoint is not None:
         outcome = CompactOutcome(
-            start=start["seq"],
-            checkpoint=checkpoint["seq"],
+            start=start.seq,
+            checkpoint=checkpoint.seq,
             replaced=len(entries),
             tokens_before=span.tokens,
             tokens_after=_tokens_of(surface, checkpoint),
@@ -196,33 +199,31 @@ def _commit(
     entries: list[Entry],
     summary: str,
     completion: Any,
-) -> dict[str, Any]:
+) -> UserMessage:
     """Step 6. The checkpoint's append is the one switch: before it, the surface is
     as it was (a summary line alone replaces nothing); after it, it uses the summary."""
     try:
         summary_event = log.append(
-            k.COMPACT_SUMMARY,
-            start=start,
-            summary=summary,
-            raw=completion.content,
-            usage=completion.usage,
-            model=completion.model,
-            span={"first": span.first, "last": span.last},
-            replaced=list(span.seqs),
-            tokens=span.tokens,
+            CompactSummary(
+                start=start,
+                summary=summary,
+                raw=completion.content,
+                usage=completion.usage,
+                model=completion.model,
+                span={"first": span.first, "last": span.last},
+                replaced=list(span.seqs),
+                tokens=span.tokens,
+            )
         )
         text = checkpoint_text(summary, len(entries))
-        return log.append(
-            k.USER_MESSAGE,
-            text=text,
-            checkpoint={
-                "summary": summary_event["seq"],
-                "start": start,
-                "first": span.first,
-                "last": span.last,
-                "count": len(entries),
-            },
+        mark = Checkpoint(
+            summary=summary_event.seq,
+            start=start,
+            first=span.first,
+            last=span.last,
+            count=len(entries),
         )
+        return log.append(UserMessage(text=text, checkpoint=mark))
     except LogWriteError as exc:
         raise CompactionError("commit", exc.reason, state="log") from exc
     except Exception as exc:  # written, but the surface could not follow it
@@ -250,5 +251,5 @@ def _reason(exc: BaseException) -> str:
     return str(exc.args[0]) if exc.args else "cancelled"
 
 
-def _tokens_of(surface: Surface, event: dict[str, Any]) -> int:
-    return next((e.tokens for e in surface.entries if e.seq == event["seq"]), 0)
+def _tokens_of(surface: Surface, event: UserMessage) -> int:
+    return next((e.tokens for e in surface.entries if e.seq == event.seq), 0)

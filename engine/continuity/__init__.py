@@ -27,8 +27,6 @@ from engine.continuity.extract import (
 )
 from engine.continuity.notebook import context_builder, notebook_message, notebook_message_async
 from engine.continuity.notes import (
-    NOTE_DELETE,
-    NOTE_SET,
     Note,
     NoteError,
     normalize_notebook,
@@ -39,7 +37,6 @@ from engine.continuity.notes import (
 from engine.continuity.records import Hit, Source
 from engine.continuity.search import ActiveIndex, HistoryView
 from engine.continuity.status import (
-    SESSION_FORK,
     Resolution,
     archive_failure,
     archive_reference,
@@ -63,9 +60,6 @@ from engine.continuity.tools import AUTHORITY_CONTRACT, build_tools
 __all__ = [
     "AUTHORITY_CONTRACT",
     "MAX_PAGE_COUNT",
-    "NOTE_DELETE",
-    "NOTE_SET",
-    "SESSION_FORK",
     "ActiveIndex",
     "ArchiveError",
     "ArchiveScopeError",

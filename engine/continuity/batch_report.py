@@ -15,7 +15,7 @@ from engine.continuity.reads import BatchInfo
 from engine.continuity.records import Source
 from engine.continuity.schema import ArchiveError
 from engine.continuity.status import HistoryStatus, scan_history
-from engine.log import COMPACT_END
+from engine.events import CompactEnd
 
 BatchState = Literal["reachable", "expired", "unlinked", "unreadable"]
 """reachable: stored and referenced from here; expired: referenced but no longer stored
@@ -68,14 +68,13 @@ def batches_report(snapshot: Snapshot) -> BatchesReport:
         rows[info.id] = BatchRow(
             info.id, info.created, info.records, info.omitted_records, info.truncated_count, state
         )
-    ends = {e.get("seq"): e for e in snapshot.events if e.get("kind") == COMPACT_END}
+    ends = {e.seq: e.ts for e in snapshot.events if isinstance(e, CompactEnd)}
     for ref in scan.refs:
         if ref.batch in rows and rows[ref.batch].state != "expired":
             continue
-        end = ends.get(ref.seq, {})
         rows[ref.batch] = BatchRow(
             ref.batch,
-            str(end.get("ts", "")),
+            ends.get(ref.seq, ""),
             ref.records,
             ref.omitted_records,
             None,

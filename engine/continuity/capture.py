@@ -14,12 +14,9 @@ from typing import Any
 from engine.continuity.context import ContinuityContext
 from engine.continuity.extract import extract_records, hidden_seqs, surface_inputs
 from engine.continuity.recovery import archive_lost
-from engine.continuity.status import (
-    COMPACT_ARCHIVED,
-    archive_failure,
-    archive_reference,
-)
+from engine.continuity.status import archive_failure, archive_reference
 from engine.continuity.store import ArchiveError, ArchiveStore, capture_offloaded
+from engine.events import CompactArchived
 from engine.offload import run_drained
 from engine.surface import Entry
 
@@ -64,4 +61,4 @@ async def _retry_lost(context: ContinuityContext, store: ArchiveStore, *, skip: 
     for start, archive in done:
         if "batch" in archive:
             with contextlib.suppress(OSError):
-                context.append(COMPACT_ARCHIVED, start=start, archive=archive, recovered=True)
+                context.append(CompactArchived(start=start, archive=archive, recovered=True))

@@ -17,17 +17,16 @@ from engine.continuity.extract import SourceInput, hidden_seqs, surface_inputs
 from engine.continuity.search import ActiveIndex, HistoryView
 from engine.continuity.status import scope_binding
 from engine.continuity.store import ArchiveStore
+from engine.events import Event, LogEvent
 from engine.log import SessionLog
 from engine.surface import Surface
-
-Event = dict[str, Any]
 
 
 @dataclass
 class Snapshot:
     """A position's inputs, taken on the event loop and used from a worker thread."""
 
-    events: list[Event]
+    events: list[LogEvent]
     active: list[SourceInput]
     scope: str
     store: ArchiveStore | None
@@ -43,16 +42,16 @@ class ContinuityContext:
     """What the tools need from one open thread.
 
     `events()` returns the log events up to the current position, `entries()`
-    the active surface entries (`Surface.entries`), `append(kind, **fields)`
+    the active surface entries (`Surface.entries`), `append(event)`
     writes a log event (for notes; None makes task_note refuse).
     """
 
     user_id: str
     thread_id: str
-    events: Callable[[], Sequence[Event]]
+    events: Callable[[], Sequence[LogEvent]]
     entries: Callable[[], Iterable[Any]]
     store: ArchiveStore | None
-    append: Callable[..., Any] | None = None
+    append: Callable[[Event], LogEvent] | None = None
     index: ActiveIndex = field(default_factory=ActiveIndex)
     _hidden: set[int] = field(default_factory=set, repr=False)
     _hidden_upto: int = field(default=0, repr=False)
@@ -82,7 +81,7 @@ class ContinuityContext:
             append=log.append,
         )
 
-    def _hidden_seqs(self, events: Sequence[Event]) -> set[int]:
+    def _hidden_seqs(self, events: Sequence[LogEvent]) -> set[int]:
         # The log only grows, so injections are folded in incrementally; a
         # shorter list (an older position) starts over.
         if len(events) < self._hidden_upto:

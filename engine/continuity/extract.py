@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from engine.continuity.records import Source
+from engine.events import LogEvent, UserMessage
 
 SOURCE_ID = re.compile(r"^r[0-9a-f]{32}$")
 ROLES = ("user", "assistant", "tool")
@@ -164,12 +165,10 @@ def _is_echo(role: str, message: Mapping[str, Any], call_names: dict[Any, Any]) 
     )
 
 
-def hidden_seqs(events: Iterable[Mapping[str, Any]]) -> set[int]:
+def hidden_seqs(events: Iterable[LogEvent]) -> set[int]:
     """Seqs of framework injections: user messages logged with `source: "inject"`."""
     return {
-        event["seq"]
-        for event in events
-        if event.get("kind") == "user/message" and event.get("source") == "inject"
+        event.seq for event in events if isinstance(event, UserMessage) and event.source == "inject"
     }
 
 

@@ -87,8 +87,7 @@ def write_checked(
         )
     else:
         action = "saved"
-    kind, fields = note_event(key, content, sources)
-    context.append(kind, **fields)
+    context.append(note_event(key, content, sources))
     return _note_result(notebook_at(context.events()), action, key)
 
 

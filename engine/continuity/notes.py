@@ -21,9 +21,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from engine.continuity.extract import is_source_id
+from engine.events import LogEvent, NoteDelete, NoteSet
 
-NOTE_SET = "note/set"
-NOTE_DELETE = "note/delete"
 MAX_NOTES = 8
 MAX_NOTE_CHARS = 750
 MAX_NOTE_SOURCES = 4
@@ -144,44 +143,38 @@ def normalize_notebook(entries: Iterable[Any]) -> list[Note]:
     return list(book.values())
 
 
-def notebook_at(events: Iterable[Mapping[str, Any]]) -> list[Note]:
+def notebook_at(events: Iterable[LogEvent]) -> list[Note]:
     """The notebook at the position the events end at (a normalized replay)."""
     book: dict[str, Note] = {}
     for event in events:
-        kind = event.get("kind")
-        if kind == NOTE_SET:
-            content = event.get("content")
-            if isinstance(content, str) and is_deletion(content):
-                key = event.get("key")
-                if isinstance(key, str):
-                    book.pop(key, None)
+        if isinstance(event, NoteSet):
+            if is_deletion(event.content):
+                book.pop(event.key, None)
                 continue
-            note = normalize_note(event)
+            stored = {"key": event.key, "content": event.content, "source_ids": event.source_ids}
+            note = normalize_note(stored)
             if note is not None:
                 book[note.key] = note
                 _keep_last(book)
-        elif kind == NOTE_DELETE:
-            key = event.get("key")
-            if isinstance(key, str):
-                book.pop(key, None)
+        elif isinstance(event, NoteDelete):
+            book.pop(event.key, None)
     return list(book.values())
 
 
-def note_event(key: Any, content: Any, source_ids: Any = None) -> tuple[str, dict[str, Any]]:
-    """The (kind, fields) of a syntax-checked note write; empty content is a deletion."""
+def note_event(key: Any, content: Any, source_ids: Any = None) -> NoteSet | NoteDelete:
+    """The event of a syntax-checked note write; empty content is a deletion."""
     key = check_key(key)
     content = check_content(content)
     if is_deletion(content):
-        return NOTE_DELETE, {"key": key}
-    return NOTE_SET, {"key": key, "content": content, "source_ids": check_source_ids(source_ids)}
+        return NoteDelete(key=key)
+    return NoteSet(key=key, content=content, source_ids=check_source_ids(source_ids))
 
 
 def write_note(
-    append: Callable[..., Mapping[str, Any]],
+    append: Callable[[NoteSet | NoteDelete], LogEvent],
     key: Any,
     content: Any,
     source_ids: Any = None,
-) -> Mapping[str, Any]:
-    """Append a note write through `append(kind, **fields)` (e.g. `SessionLog.append`)."""
-    kind, fields = note_event(key, content, source_ids)
-    return append(kind, **fields)
+) -> LogEvent:
+    """Append a note write through `append(event)` (e.g. `SessionLog.append`)."""
+    return append(note_event(key, content, source_ids))

@@ -23,30 +23,30 @@ from typing import Any
 
 from engine.continuity.extract import extract_records, hidden_seqs, surface_inputs
 from engine.continuity.status import (
-    COMPACT_ARCHIVED,
     archive_failure,
     archive_reference,
     scan_history,
     scope_binding,
 )
 from engine.continuity.store import ArchiveError, ArchiveStore
-from engine.log import COMPACT_SUMMARY, Event, LogWriteError, SessionLog
+from engine.events import CompactArchived, CompactSummary, LogEvent
+from engine.log import LogWriteError, SessionLog
 from engine.surface import Entry, Surface
 
 
-def originals(events: Sequence[Event], start: int) -> tuple[list[Entry], int] | None:
+def originals(events: Sequence[LogEvent], start: int) -> tuple[list[Entry], int] | None:
     """The entries compaction `start` replaced, and the index of its summary event."""
     for index in range(start, len(events)):
         event = events[index]
-        if event.get("kind") == COMPACT_SUMMARY and event.get("start") == start:
-            replaced = set(event.get("replaced") or ())
+        if isinstance(event, CompactSummary) and event.start == start:
+            replaced = set(event.replaced or ())
             surface = Surface.from_events(events[:index])
             return [entry for entry in surface.entries if entry.seq in replaced], index
     return None
 
 
 def archive_lost(
-    store: ArchiveStore, events: Sequence[Event], scope: str, *, skip: Collection[int] = ()
+    store: ArchiveStore, events: Sequence[LogEvent], scope: str, *, skip: Collection[int] = ()
 ) -> list[tuple[int, dict[str, Any]]]:
     """Capture every compaction whose originals are in no batch; blocking.
 
@@ -81,7 +81,7 @@ def recapture(
     written: list[dict[str, Any]] = []
     for start, archive in archive_lost(store, log.events, scope):
         try:
-            log.append(COMPACT_ARCHIVED, start=start, archive=archive, recovered=True)
+            log.append(CompactArchived(start=start, archive=archive, recovered=True))
         except LogWriteError:
             break  # still lost in the log's eyes: reported, and tried again next time
         written.append(archive)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from engine.continuity import fts
@@ -26,6 +26,7 @@ from engine.continuity.status import (
     scan_history,
 )
 from engine.continuity.store import ArchiveError, ArchiveScopeError, ArchiveStore
+from engine.events import LogEvent
 
 SEARCH_LIMIT = 8
 EXCERPT_CHARS = 600
@@ -84,7 +85,7 @@ class HistoryView:
     @classmethod
     def open(
         cls,
-        events: Iterable[Mapping[str, Any]],
+        events: Iterable[LogEvent],
         scope: str,
         active: Iterable[SourceInput],
         store: ArchiveStore | None,

@@ -31,8 +31,10 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from msgspec import UNSET
+
 from engine.continuity.store import CaptureResult
-from engine.log import COMPACT_ARCHIVED, COMPACT_END, SESSION_FORK, USER_MESSAGE
+from engine.events import CompactArchived, CompactEnd, LogEvent, SessionFork, UserMessage
 
 HistoryStatus = Literal[
     "uninitialized", "available", "partially_expired", "unavailable", "scope_unavailable"
@@ -164,42 +166,40 @@ def _parse(archive: Any, seq: int) -> ArchiveRef | tuple[str, str] | None:
     return ArchiveRef(batch, scope, records, omitted, seq)
 
 
-def scan_history(events: Iterable[Mapping[str, Any]], scope: str) -> HistoryScan:
+def scan_history(events: Iterable[LogEvent], scope: str) -> HistoryScan:
     """Fold the archive references of the events (already cut at the position)."""
     scan = HistoryScan()
     committed: list[int] = []
     closed: set[int] = set()
     for event in events:
-        kind = event.get("kind")
-        if kind == SESSION_FORK:
+        if isinstance(event, SessionFork):
             scan, committed, closed = HistoryScan(), [], set()
             continue
-        if kind == USER_MESSAGE:
-            mark = event.get("checkpoint")
-            start = mark.get("start") if isinstance(mark, Mapping) else None
-            if isinstance(start, int) and not isinstance(start, bool):
-                committed.append(start)
+        if isinstance(event, UserMessage):
+            if event.checkpoint is not None and event.checkpoint.start is not None:
+                committed.append(event.checkpoint.start)
             continue
-        if kind not in (COMPACT_END, COMPACT_ARCHIVED):
+        if not isinstance(event, CompactEnd | CompactArchived):
             continue
-        seq = event.get("seq") if isinstance(event.get("seq"), int) else 0
-        start = event.get("start") if isinstance(event.get("start"), int) else seq
-        if event.get("error") is not None or "archive" not in event:
-            if kind == COMPACT_END and event.get("archive_error"):
-                scan.failed[start] = f"capture failed: {event['archive_error']}"
-            elif event.get("error") is None:
+        seq = event.seq
+        start = seq if event.start is None else event.start
+        error = event.error if isinstance(event, CompactEnd) else None
+        if error is not None or event.archive is UNSET:
+            if isinstance(event, CompactEnd) and event.archive_error:
+                scan.failed[start] = f"capture failed: {event.archive_error}"
+            elif error is None:
                 closed.add(start)  # task continuity was off: nothing was promised
             # A failed attempt whose checkpoint still got written (a "commit"
             # error after the line) stays unarchived: its originals are in no batch.
             continue
         closed.add(start)
-        parsed = _parse(event["archive"], seq)
+        parsed = _parse(event.archive, seq)
         if parsed is None:
             scan.failure = "malformed archive reference metadata"
         elif isinstance(parsed, tuple):
             if parsed[1] == scope:
-                error = event["archive"].get("error")
-                scan.failed[start] = f"capture failed: {error}" if error else "capture failed"
+                why = event.archive.get("error")
+                scan.failed[start] = f"capture failed: {why}" if why else "capture failed"
             else:
                 scan.foreign = True
         elif parsed.scope != scope:
@@ -241,7 +241,7 @@ class Resolution:
 
 
 def resolve(
-    events: Iterable[Mapping[str, Any]],
+    events: Iterable[LogEvent],
     scope: str,
     stored: Mapping[int, int] | Collection[int] | None,
     store_error: str | None = None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine import log as k
+from engine import events as ev
 from engine.log import Event
 from tests import scripted_server as s
 from tests.support import of_kind
@@ -22,8 +22,8 @@ async def test_a_widget_failing_on_an_event_does_not_stop_the_turn(
     failed: list[int] = []
 
     def show_event(self: Transcript, event: Event) -> None:
-        if event["kind"] == k.USER_MESSAGE and not failed:
-            failed.append(event["seq"])
+        if isinstance(event, ev.UserMessage) and not failed:
+            failed.append(event.seq)
             raise RuntimeError("widget bug")
         real(self, event)
 
@@ -36,10 +36,10 @@ async def test_a_widget_failing_on_an_event_does_not_stop_the_turn(
         await say(pilot, "first question")
         assert failed  # the widget did fail on the prompt's event
         events = app.runtime.thread.log.events
-        assert [e["status"] for e in of_kind(events, k.TURN_END)] == ["ok"]
+        assert [e.status for e in of_kind(events, ev.TurnEnd)] == ["ok"]
         assert notified == ["Display error (RuntimeError); the session goes on."]
         await say(pilot, "second question")  # the app goes on too
-        assert [e["status"] for e in of_kind(app.runtime.thread.log.events, k.TURN_END)] == [
+        assert [e.status for e in of_kind(app.runtime.thread.log.events, ev.TurnEnd)] == [
             "ok",
             "ok",
         ]

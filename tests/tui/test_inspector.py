@@ -22,7 +22,7 @@ from msgspec.structs import replace
 from textual.pilot import Pilot
 from textual.worker import WorkerCancelled, WorkerFailed
 
-from engine import log as k
+from engine import events as ev
 from engine.continuity import ArchiveStore, source_id
 from tests import scripted_server as s
 from tests.support import of_kind
@@ -119,7 +119,7 @@ async def archive_scenario(pilot: Pilot[Any], server: s.ScriptedServer) -> str:
     await say(pilot, "Which node comes last?")
     await say(pilot, "/compact")
     events = app.runtime.thread.log.events
-    seq = next(e["seq"] for e in of_kind(events, k.USER_MESSAGE) if e.get("text") == RUNBOOK)
+    seq = next(e.seq for e in of_kind(events, ev.UserMessage) if e.text == RUNBOOK)
     runbook_id = source_id("user", seq, RUNBOOK)
     server.script(
         s.tool_calls(
@@ -139,10 +139,11 @@ async def archive_scenario(pilot: Pilot[Any], server: s.ScriptedServer) -> str:
     await say(pilot, "Keep a note of the deploy code.")
     # A note whose only source can no longer be read (as after a failed capture).
     app.runtime.thread.log.append(
-        "note/set",
-        key="staging-port",
-        content="Staging listens on port 8443 (from an earlier chat).",
-        source_ids=[MISSING],
+        ev.NoteSet(
+            key="staging-port",
+            content="Staging listens on port 8443 (from an earlier chat).",
+            source_ids=[MISSING],
+        )
     )
     await settle(pilot)
     return runbook_id
@@ -265,9 +266,9 @@ async def test_search_finds_a_code_from_before_the_compaction_and_reads_it(
         runbook_id = await archive_scenario(pilot, server)
         surface = [e.seq for e in app.runtime.driver.surface.entries]
         runbook_seq = next(
-            e["seq"]
-            for e in of_kind(app.runtime.thread.log.events, k.USER_MESSAGE)
-            if e.get("text") == RUNBOOK
+            e.seq
+            for e in of_kind(app.runtime.thread.log.events, ev.UserMessage)
+            if e.text == RUNBOOK
         )
         assert runbook_seq not in surface  # compacted out of the context
         readers.clear()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine import log as k
+from engine import events as ev
 from tests import scripted_server as s
 from tests.support import chat_messages, of_kind
 from tests.tui.conftest import say, settle, type_text, until
@@ -37,18 +37,18 @@ async def test_seed_scenario_through_the_tui(app_factory, server):
         server.release()
         await settle(pilot)
         events = app.runtime.thread.log.events
-        start = of_kind(events, k.COMPACT_START)[-1]
-        end = of_kind(events, k.COMPACT_END)[-1]
-        turn = of_kind(events, k.TURN_START)[-1]
-        assert start["turn"] is None and end["turn"] is None and "error" not in end
-        assert end["seq"] < turn["seq"]
-        queued = [e for e in events if e["kind"] == k.INBOX_QUEUED][-1]
-        assert turn["items"] == [queued["seq"]]  # the original id
+        start = of_kind(events, ev.CompactStart)[-1]
+        end = of_kind(events, ev.CompactEnd)[-1]
+        turn = of_kind(events, ev.TurnStart)[-1]
+        assert start.turn is None and end.turn is None and end.error is None
+        assert end.seq < turn.seq
+        queued = [e for e in events if isinstance(e, ev.InboxQueued)][-1]
+        assert turn.items == [queued.seq]  # the original id
         contents = [m["content"] for m in chat_messages(server.requests[-1])]
         assert contents[0].startswith("[Checkpoint")
         assert contents[1:] == ["injected context", "queued prompt"]
-        runs = [e for e in events if e["kind"] in (k.COMMAND_RUN, k.COMMAND_DONE)]
-        assert [e["name"] for e in runs] == ["help", "help", "compact", "compact"]
+        runs = [e for e in events if isinstance(e, (ev.CommandRun, ev.CommandDone))]
+        assert [e.name for e in runs] == ["help", "help", "compact", "compact"]
         assert all("/compact" not in str(m) for m in server.requests[-1]["messages"])
 
 
@@ -76,9 +76,9 @@ async def test_queue_keeps_order_and_removes_items(app_factory, server):
         assert queue.option_count == 2
         server.release()
         await settle(pilot)
-        texts = [e["text"] for e in of_kind(app.runtime.thread.log.events, k.USER_MESSAGE)]
+        texts = [e.text for e in of_kind(app.runtime.thread.log.events, ev.UserMessage)]
         assert texts == ["a", "b", "c"]
-        assert of_kind(app.runtime.thread.log.events, k.INBOX_REMOVED)
+        assert of_kind(app.runtime.thread.log.events, ev.InboxRemoved)
 
 
 async def test_editing_a_queued_prompt_keeps_its_id(app_factory, server):
@@ -106,8 +106,8 @@ async def test_editing_a_queued_prompt_keeps_its_id(app_factory, server):
         assert [(i.id, i.text) for i in app.runtime.driver.inbox] == [(item, "final")]
         server.release()
         await settle(pilot)
-        start = of_kind(app.runtime.thread.log.events, k.TURN_START)[-1]
-        assert start["items"] == [item]
+        start = of_kind(app.runtime.thread.log.events, ev.TurnStart)[-1]
+        assert start.items == [item]
 
 
 async def test_escape_cancels_the_running_reply(app_factory, server):
@@ -123,8 +123,8 @@ async def test_escape_cancels_the_running_reply(app_factory, server):
         await pilot.press("escape")
         await settle(pilot)
         server.release()
-        end = of_kind(app.runtime.thread.log.events, k.TURN_END)[-1]
-        assert end["status"] == "cancelled"
+        end = of_kind(app.runtime.thread.log.events, ev.TurnEnd)[-1]
+        assert end.status == "cancelled"
         assert app.check_action("cancel", ()) is False  # hidden from the footer again
         notices = [n.text for n in app.query(Notice)]
         assert any("cancelled" in text for text in notices)
@@ -146,10 +146,10 @@ async def test_escape_cancels_a_compaction_and_keeps_the_queue(app_factory, serv
         await settle(pilot)
         server.release()
         events = app.runtime.thread.log.events
-        end = of_kind(events, k.COMPACT_END)[-1]
-        assert end["error"] == "summary" and end["cancelled"]
-        assert of_kind(events, k.USER_MESSAGE)[-1]["text"] == "waiting"
-        assert of_kind(events, k.TURN_END)[-1]["status"] == "ok"
+        end = of_kind(events, ev.CompactEnd)[-1]
+        assert end.error == "summary" and end.cancelled
+        assert of_kind(events, ev.UserMessage)[-1].text == "waiting"
+        assert of_kind(events, ev.TurnEnd)[-1].status == "ok"
 
 
 async def test_switching_threads(app_factory, server, tmp_path):
@@ -167,9 +167,9 @@ async def test_switching_threads(app_factory, server, tmp_path):
         await app.switch_thread(first)
         await settle(pilot)
         assert app.runtime.thread.id == first
-        texts = [e["text"] for e in of_kind(app.runtime.thread.log.events, k.USER_MESSAGE)]
+        texts = [e.text for e in of_kind(app.runtime.thread.log.events, ev.UserMessage)]
         assert texts == ["in the first thread"]
-        assert of_kind(app.runtime.thread.log.events, k.END_SEED)
+        assert of_kind(app.runtime.thread.log.events, ev.EndSeed)
 
 
 async def test_failed_turn_puts_the_prompt_back(app_factory, server):
@@ -229,7 +229,7 @@ async def test_keys_typed_right_after_enter_are_kept(app_factory, server):
             app.post_message(events.Key(key, char))
         await settle(pilot)
         assert prompt.text == "xy"
-        sent = [e["text"] for e in of_kind(app.runtime.thread.log.events, k.USER_MESSAGE)]
+        sent = [e.text for e in of_kind(app.runtime.thread.log.events, ev.UserMessage)]
         assert sent == ["hi"]
 
 
@@ -242,7 +242,7 @@ async def test_transcript_window_stays_bounded_both_ways(app_factory, monkeypatc
     monkeypatch.setattr(transcript_module, "CHUNK", 30)
     thread = Thread.create(tmp_path / "home", "local", "t-long")
     for n in range(200):
-        thread.log.append(k.USER_MESSAGE, text=f"message {n}")
+        thread.log.append(ev.UserMessage(text=f"message {n}"))
     thread.close()
     app = app_factory()
     app.start_thread = "t-long"
@@ -271,7 +271,7 @@ async def test_a_corrupt_thread_opens_a_new_one_with_a_notice(app_factory, tmp_p
     from engine.session import Thread
 
     thread = Thread.create(tmp_path / "home", "local", "t-broken")
-    thread.log.append(k.USER_MESSAGE, text="kept on disk")
+    thread.log.append(ev.UserMessage(text="kept on disk"))
     thread.close()
     path = thread.dir / "session.jsonl"
     path.write_text(path.read_text() + "{not json\n")
@@ -305,11 +305,9 @@ async def test_alt_enter_steers_the_running_turn(app_factory, server):
         await pilot.pause()
         server.release()
         await settle(pilot)
-        steered = [
-            e for e in of_kind(app.runtime.thread.log.events, k.USER_MESSAGE) if e.get("placement")
-        ]
-        assert [(e["text"], e["placement"]) for e in steered] == [("steer this", "next-step")]
-        assert len(of_kind(app.runtime.thread.log.events, k.TURN_START)) == 1
+        steered = [e for e in of_kind(app.runtime.thread.log.events, ev.UserMessage) if e.placement]
+        assert [(e.text, e.placement) for e in steered] == [("steer this", "next-step")]
+        assert len(of_kind(app.runtime.thread.log.events, ev.TurnStart)) == 1
 
 
 def test_an_unknown_theme_is_a_config_error(tmp_path):
@@ -330,7 +328,7 @@ async def test_a_thread_open_in_another_process_opens_read_only(app_factory, tmp
     from engine.session import Thread
 
     holder = Thread.create(tmp_path / "home", "local", "t-held")
-    holder.log.append(k.USER_MESSAGE, text="written by the other process")
+    holder.log.append(ev.UserMessage(text="written by the other process"))
     try:
         app = app_factory()
         app.start_thread = "t-held"
@@ -349,7 +347,7 @@ async def test_a_thread_open_in_another_process_opens_read_only(app_factory, tmp
             await settle(pilot)
             assert app.runtime.thread.id != "t-held" and not app.runtime.thread.read_only
         before = holder.log.path.read_bytes()
-        holder.log.append(k.USER_MESSAGE, text="the holder goes on")
+        holder.log.append(ev.UserMessage(text="the holder goes on"))
         assert holder.log.path.read_bytes().startswith(before)
     finally:
         holder.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine import events as ev
 from tests import scripted_server as s
 from tests.tui.conftest import say, settle, type_text
 
@@ -107,7 +108,7 @@ def test_busy_error_notice(snap_compare, app_factory, server):
         await say(pilot, "one")
         await say(pilot, "two")
         log = pilot.app.runtime.thread.log
-        log.append("compact/start", turn=None, range={}, seqs=[], tokens=0)  # a live orphan
+        log.append(ev.CompactStart(turn=None, range={}, seqs=[], tokens=0))  # a live orphan
         await say(pilot, "/compact")
 
     assert snap_compare(app_factory(), terminal_size=SIZE, run_before=run_before)

@@ -15,7 +15,7 @@ from typing import Any
 from textual import events
 from textual.pilot import Pilot
 
-from engine import log as k
+from engine import events as ev
 from tests import scripted_server as s
 from tests.support import of_kind
 from tests.test_terminal_safety import (
@@ -117,7 +117,7 @@ async def test_replayed_thread_and_checkpoint_draw_no_escape(app_factory, server
     again.start_thread = thread
     async with again.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert of_kind(again.runtime.thread.log.events, k.COMPACT_END)
+        assert of_kind(again.runtime.thread.log.events, ev.CompactEnd)
         assert_screen_clean(pilot, f"The code is {CODE} keep it", "Hello world and more 中文 ok")
         await pilot.press("ctrl+t")
         await until(pilot, lambda: isinstance(again.screen, ThreadsScreen))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine import log as k
+from engine import events as ev
 from tests import scripted_server as s
 from tests.support import of_kind
 from tests.tui.conftest import say, settle
@@ -30,7 +30,7 @@ async def test_a_reset_mid_reply_keeps_the_partial_reply_marked(app_factory, ser
         assert [r.text for r in replies] == ["partial partial ", "the next answer"]
         assert not replies[1].has_class("-interrupted")
         events = app.runtime.thread.log.events
-        assert of_kind(events, k.ASSISTANT_MESSAGE)[0]["interrupted"] is True
+        assert of_kind(events, ev.AssistantMessage)[0].interrupted is True
 
 
 async def test_a_reopened_thread_shows_the_partial_reply_marked(app_factory, server):

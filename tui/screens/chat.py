@@ -20,11 +20,18 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from engine import log as k
 from engine.commands import is_command
-from engine.continuity.notes import NOTE_DELETE, NOTE_SET
 from engine.driver import DriverClosedError, InboxItemId
-from engine.log import Event
+from engine.events import (
+    AssistantMessage,
+    CompactEnd,
+    LogEvent,
+    NoteDelete,
+    NoteSet,
+    ToolResult,
+    TurnEnd,
+    UserMessage,
+)
 from engine.port import EngineState
 from engine.runtime import Runtime
 from tui.bridge import (
@@ -183,16 +190,16 @@ class ChatScreen(Screen[None]):
         if self._current(message):
             self._notice(f"✗ {message.text}", "error")
 
-    def _on_log_event(self, event: Event) -> None:
+    def _on_log_event(self, event: LogEvent) -> None:
         assert self.runtime is not None
         self.query_one(Transcript).show_event(event)
-        kind = event["kind"]
-        if kind in (k.ASSISTANT_MESSAGE, k.USER_MESSAGE, k.TOOL_RESULT, k.COMPACT_END):
+        if isinstance(event, AssistantMessage | UserMessage | ToolResult | CompactEnd):
             self._update_context()
-        if kind == k.TURN_END and event.get("status") == "error":
+        if isinstance(event, TurnEnd) and event.status == "error":
             self._restore_failed_prompt()
-        if kind in (k.COMPACT_END, NOTE_SET, NOTE_DELETE) and self._inspector_widget is not None:
-            self._inspector_widget.refresh_data()
+        inspector = self._inspector_widget
+        if isinstance(event, CompactEnd | NoteSet | NoteDelete) and inspector is not None:
+            inspector.refresh_data()
 
     def _restore_failed_prompt(self) -> None:
         """A prompt whose turn failed goes back into an empty input, ready to retry."""
@@ -201,9 +208,9 @@ class ChatScreen(Screen[None]):
         if prompt.text.strip():
             return
         texts = [
-            e.get("text", "")
+            e.text
             for e in self.runtime.thread.log.events
-            if e["kind"] == k.USER_MESSAGE and "item_id" in e
+            if isinstance(e, UserMessage) and e.item_id is not None
         ]
         if texts:
             prompt.set_value(texts[-1])

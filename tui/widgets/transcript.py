@@ -18,8 +18,8 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Button
 
-from engine import log as k
-from engine.log import Event
+from engine import events as ev
+from engine.events import LogEvent
 from tui.widgets.chat_message import Notice, PastReply, UserMessage
 from tui.widgets.checkpoint_block import CheckpointBlock
 from tui.widgets.tool_block import ToolBlock
@@ -37,6 +37,15 @@ def _assistant_message() -> type[AssistantMessage]:
     from tui.widgets.assistant_message import AssistantMessage
 
     return AssistantMessage
+
+
+def _batch(archive: ev.Archive) -> int | None:
+    """The batch an `archive` reference names (None: a failure, or no reference)."""
+    if isinstance(archive, dict):
+        batch = archive.get("batch")
+        if isinstance(batch, int) and not isinstance(batch, bool):
+            return batch
+    return None
 
 
 class LoadButton(Button):
@@ -58,7 +67,7 @@ class Transcript(VerticalScroll):
 
     def __init__(self, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.events: list[Event] = []
+        self.events: list[LogEvent] = []
         self._start = 0
         self._end = 0
         self._reply: AssistantMessage | None = None
@@ -70,69 +79,58 @@ class Transcript(VerticalScroll):
 
     # -- building widgets from events -------------------------------------------
 
-    def _widgets_for(self, event: Event, *, live: bool = False) -> list[Widget]:
-        kind = event["kind"]
-        if kind == k.USER_MESSAGE:
-            checkpoint = event.get("checkpoint")
-            if isinstance(checkpoint, dict):
-                text = str(event.get("text", ""))
-                summary = text.split("\n\n", 1)[-1]
-                block = CheckpointBlock(
-                    seq=event["seq"], count=int(checkpoint.get("count", 0)), summary=summary
-                )
-                self._checkpoints[int(checkpoint.get("start", 0))] = block
+    def _widgets_for(self, event: LogEvent, *, live: bool = False) -> list[Widget]:
+        if isinstance(event, ev.UserMessage):
+            checkpoint = event.checkpoint
+            if checkpoint is not None:
+                summary = event.text.split("\n\n", 1)[-1]
+                block = CheckpointBlock(seq=event.seq, count=checkpoint.count or 0, summary=summary)
+                self._checkpoints[checkpoint.start or 0] = block
                 return [block]
-            text = str(event.get("text", ""))
-            if event.get("source") == "inject":
-                message = UserMessage(text, seq=event["seq"], label="context")
+            if event.source == "inject":
+                message = UserMessage(event.text, seq=event.seq, label="context")
                 message.add_class("-injected")
                 return [message]
-            if event.get("placement") == "next-step":
-                message = UserMessage(text, seq=event["seq"], label="steer")
+            if event.placement == "next-step":
+                message = UserMessage(event.text, seq=event.seq, label="steer")
                 message.add_class("-steer")
                 return [message]
-            return [UserMessage(text, seq=event["seq"])]
-        if kind == k.ASSISTANT_MESSAGE:
+            return [UserMessage(event.text, seq=event.seq)]
+        if isinstance(event, ev.AssistantMessage):
             out: list[Widget] = []
-            content = str(event.get("content") or "")
-            self._interrupted = bool(event.get("interrupted"))
+            content = event.content or ""
+            self._interrupted = event.interrupted
             if live and self._reply is not None:
                 reply, self._reply = self._reply, None
-                reply.seq = event["seq"]
+                reply.seq = event.seq
                 self._spawn(
-                    reply.finish(
-                        content,
-                        cancelled=bool(event.get("cancelled")),
-                        interrupted=self._interrupted,
-                    )
+                    reply.finish(content, cancelled=event.cancelled, interrupted=self._interrupted)
                 )
             elif content:
                 message: Widget = (
-                    _assistant_message()(content, seq=event["seq"])
+                    _assistant_message()(content, seq=event.seq)
                     if live
-                    else PastReply(content, seq=event["seq"])
+                    else PastReply(content, seq=event.seq)
                 )
-                if event.get("cancelled"):
+                if event.cancelled:
                     message.add_class("-cancelled")
                 if self._interrupted:
                     message.add_class("-interrupted")
                 out.append(message)
-            for call in event.get("tool_calls") or ():
-                block = ToolBlock(
-                    call.get("id", ""), call.get("name", "?"), call.get("arguments", "")
-                )
+            for call in event.calls:
+                block = ToolBlock(call.id, call.name, call.arguments or "")
                 self._tools[block.call_id] = block
                 out.append(block)
             return out
-        if kind == k.TOOL_RESULT:
-            block = self._tools.get(str(event.get("call_id")))
+        if isinstance(event, ev.ToolResult):
+            block = self._tools.get(event.call_id)
             if block is not None:
                 if block.is_mounted:
-                    block.set_result(str(event.get("content", "")))
+                    block.set_result(event.content)
                 else:
-                    block.result = str(event.get("content", ""))
+                    block.result = event.content
             return []
-        if kind == k.TURN_END:
+        if isinstance(event, ev.TurnEnd):
             interrupted, self._interrupted = self._interrupted, False
             if live and self._reply is not None:
                 # Text streamed but never logged: close it here, or the next turn's
@@ -142,38 +140,34 @@ class Transcript(VerticalScroll):
                     self._spawn(reply.finish(reply.text, interrupted=True))
                 else:
                     self._spawn(self._discard(reply))
-            if event.get("status") == "error":
+            if event.status == "error":
                 kept = " — the partial reply is kept" if interrupted else ""
-                text = f"✗ {event.get('error', 'the turn failed')}{kept}"
+                text = f"✗ {event.error or 'the turn failed'}{kept}"
                 return [Notice(text, variant="error")]
-            if event.get("status") == "cancelled":
+            if event.status == "cancelled":
                 return [Notice("turn cancelled — the partial reply is kept", variant="warning")]
             return []
-        if kind == k.COMPACT_START and event.get("open_turn"):
+        if isinstance(event, ev.CompactStart) and event.open_turn:
             return [
                 Notice(
                     "Your prompt alone is larger than the context window: it is summarized too.",
                     variant="warning",
                 )
             ]
-        if kind == k.COMPACT_END:
-            block = self._checkpoints.get(int(event.get("start", 0)))
-            archive = event.get("archive")
+        if isinstance(event, ev.CompactEnd):
+            block = self._checkpoints.get(event.start or 0)
             if block is not None:
-                if isinstance(archive, dict) and isinstance(archive.get("batch"), int):
-                    block.batch_id = archive["batch"]
+                batch = _batch(event.archive)
+                if batch is not None:
+                    block.batch_id = batch
                 else:
                     block.archive_note = "not archived (history unavailable)"
             return []
-        if kind == k.COMPACT_ARCHIVED:  # archived again after a crash or a failed capture
-            block = self._checkpoints.get(int(event.get("start", 0)))
-            archive = event.get("archive")
-            if (
-                block is not None
-                and isinstance(archive, dict)
-                and isinstance(archive.get("batch"), int)
-            ):
-                block.batch_id = archive["batch"]
+        if isinstance(event, ev.CompactArchived):  # archived after a crash or a failed capture
+            block = self._checkpoints.get(event.start)
+            batch = _batch(event.archive)
+            if block is not None and batch is not None:
+                block.batch_id = batch
                 block.archive_note = ""
             return []
         return []
@@ -189,7 +183,7 @@ class Transcript(VerticalScroll):
 
     # -- live ---------------------------------------------------------------------
 
-    def show_event(self, event: Event) -> None:
+    def show_event(self, event: LogEvent) -> None:
         """A live event, just appended to the log."""
         self.events.append(event)
         if self._end < len(self.events) - 1:
@@ -223,10 +217,10 @@ class Transcript(VerticalScroll):
     # events trims the newest ones past the high-water mark and the other way
     # round, so memory stays bounded however far the user scrolls.
 
-    def _build(self, event: Event, *, live: bool = False) -> list[Widget]:
+    def _build(self, event: LogEvent, *, live: bool = False) -> list[Widget]:
         widgets = self._widgets_for(event, live=live)
         for widget in widgets:
-            widget.origin = event["seq"]  # type: ignore[attr-defined]
+            widget.origin = event.seq  # type: ignore[attr-defined]
         return widgets
 
     def _build_range(self, begin: int, end: int) -> list[Widget]:
@@ -235,10 +229,10 @@ class Transcript(VerticalScroll):
             widgets.extend(self._build(event))
         return widgets
 
-    def load(self, events: Iterable[Event]) -> None:
+    def load(self, events: Iterable[LogEvent]) -> None:
         """Show the newest part of a thread; earlier parts load on demand."""
         self.events = list(events)
-        self._end = len(events)
+        self._end = len(self.events)
         self._start = max(0, self._end - CHUNK)
         self.mount_all(self._build_range(self._start, self._end))
         self._update_buttons()

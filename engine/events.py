@@ -1,0 +1,254 @@
+"""Every kind of session-log event, declared once, with its typed payload.
+
+A line of the log is one of these Structs, tagged by its `kind` (the JSON
+field, spelled as on disk). Decoding a line validates the types of every
+field a reader uses, so the readers (surface, driver, tail, continuity,
+front ends) use attributes and trust them; a line of the wrong shape is one
+`file:line` error at load (see `engine.log`), never a TypeError in a reader.
+
+Compatibility rules, because logs outlive the code that wrote them:
+
+- unknown fields are ignored, never an error (a newer writer may add some);
+- a kind this code does not know loads as `UnknownEvent`, with its fields;
+- a field a writer may leave out has a default, and a field equal to its
+  default is left out when written (`omit_defaults`), so the lines written
+  are the objects written before these types existed. A field that must be
+  on the line whatever its value (compact/start's `turn`) has no default.
+
+Construct a payload without `seq`/`ts` (`UserMessage(text="hi")`);
+`SessionLog.append` stamps both and returns the stamped event.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+Usage = dict[str, Any]
+Archive = Any
+"""An `archive` reference as written (a mapping), kept as is: `continuity.status`
+validates it, and malformed metadata is a status ("unavailable"), not a corrupt log."""
+
+
+class Event(msgspec.Struct, tag_field="kind", omit_defaults=True, frozen=True):
+    """The stamp every event carries; `kind` is the tag of the subclass."""
+
+    seq: int = 0
+    ts: str = ""
+
+    @property
+    def kind(self) -> str:
+        return str(self.__struct_config__.tag)
+
+
+class ToolCall(msgspec.Struct, omit_defaults=True, frozen=True):
+    id: str
+    name: str
+    arguments: str | None = None
+
+
+class Checkpoint(msgspec.Struct, omit_defaults=True, frozen=True):
+    """What a checkpoint message stands for: its summary event and the span it replaces."""
+
+    summary: int | None = None
+    start: int | None = None
+    first: int | None = None
+    last: int | None = None
+    count: int | None = None
+    forked_from: int | None = None
+
+
+# -- the conversation ------------------------------------------------------------------
+
+
+class UserMessage(Event, tag="user/message", kw_only=True, frozen=True):
+    """A user message: typed, injected context (`source="inject"`), steering or a checkpoint."""
+
+    text: str = ""
+    checkpoint: Checkpoint | None = None
+    item_id: int | None = None
+    source: str | None = None
+    placement: str | None = None
+
+
+class AssistantMessage(Event, tag="assistant/message", kw_only=True, frozen=True):
+    content: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    usage: Usage | None = None
+    model: str | None = None
+    finish_reason: str | None = None
+    cancelled: bool = False
+    interrupted: bool = False
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        return self.tool_calls or []
+
+
+class ToolResult(Event, tag="tool/result", kw_only=True, frozen=True):
+    call_id: str = ""
+    content: str = ""
+    name: str | None = None
+
+
+class TurnStart(Event, tag="turn/start", kw_only=True, frozen=True):
+    turn: int
+    items: list[int] = []
+
+
+class TurnEnd(Event, tag="turn/end", kw_only=True, frozen=True):
+    turn: int | None = None
+    status: str | None = None
+    error: str | None = None
+    reason: str | None = None
+
+
+# -- the inbox ------------------------------------------------------------------------
+
+
+class InboxQueued(Event, tag="inbox/queued", kw_only=True, frozen=True):
+    text: str = ""
+    waking: bool = False
+    placement: str | None = None
+
+
+class InboxEdited(Event, tag="inbox/edited", kw_only=True, frozen=True):
+    item_id: int
+    text: str = ""
+
+
+class InboxRemoved(Event, tag="inbox/removed", kw_only=True, frozen=True):
+    item_id: int
+
+
+# -- compaction ------------------------------------------------------------------------
+
+
+class CompactStart(Event, tag="compact/start", kw_only=True, frozen=True):
+    """The lock: `turn` is the owning turn, or null for a manual compaction."""
+
+    turn: int | None
+    range: dict[str, int] = {}
+    seqs: list[int] = []
+    tokens: int = 0
+    stability: str | None = None
+    open_turn: bool = False
+
+
+class CompactSummary(Event, tag="compact/summary", kw_only=True, frozen=True):
+    start: int | None = None
+    summary: str = ""
+    raw: str | None = None
+    usage: Usage | None = None
+    model: str | None = None
+    span: dict[str, int] | None = None
+    replaced: list[int] | None = None
+    tokens: int | None = None
+
+
+class CompactEnd(Event, tag="compact/end", kw_only=True, frozen=True):
+    """The close; `error` names the failure, `archive` where the originals went."""
+
+    start: int | None = None
+    turn: int | None = None
+    error: str | None = None
+    message: str | None = None
+    cancelled: str | None = None
+    archive: Archive = msgspec.UNSET
+    archive_error: str | None = None
+
+
+class CompactArchived(Event, tag="compact/archived", kw_only=True, frozen=True):
+    """The originals of compaction `start` archived after its bracket closed."""
+
+    start: int
+    archive: Archive = msgspec.UNSET
+    recovered: bool = False
+
+
+# -- commands, sessions, notes ------------------------------------------------------------
+
+
+class CommandRun(Event, tag="command/run", kw_only=True, frozen=True):
+    name: str = ""
+    args: str = ""
+
+
+class CommandDone(Event, tag="command/done", kw_only=True, frozen=True):
+    name: str = ""
+    run: int | None = None
+    error: str | None = None
+    result: str | None = None
+
+
+class EndSeed(Event, tag="session/end-seed", kw_only=True, frozen=True):
+    """The seam of a resume: whatever was open before it is stale."""
+
+    previous: int | None = None
+
+
+class SessionFork(Event, tag="session/fork", kw_only=True, frozen=True):
+    from_thread: str = ""
+    from_seq: int | None = None
+
+
+class NoteSet(Event, tag="note/set", kw_only=True, frozen=True):
+    """A task note write; the notebook replay (continuity/notes.py) applies the limits."""
+
+    key: str
+    content: str
+    source_ids: list[str] | None = None
+
+
+class NoteDelete(Event, tag="note/delete", kw_only=True, frozen=True):
+    key: str
+
+
+class UnknownEvent(msgspec.Struct, frozen=True):
+    """A kind a newer Trove wrote: kept, with its fields, and written back as it was."""
+
+    seq: int
+    ts: str
+    kind: str
+    fields: dict[str, Any] = {}
+
+
+KnownEvent = (
+    UserMessage
+    | AssistantMessage
+    | ToolResult
+    | TurnStart
+    | TurnEnd
+    | InboxQueued
+    | InboxEdited
+    | InboxRemoved
+    | CompactStart
+    | CompactSummary
+    | CompactEnd
+    | CompactArchived
+    | CommandRun
+    | CommandDone
+    | EndSeed
+    | SessionFork
+    | NoteSet
+    | NoteDelete
+)
+LogEvent = Event | UnknownEvent
+"""What a log holds: a known event, or one of a kind this code does not know."""
+
+KINDS: dict[str, type[Event]] = {str(cls.__struct_config__.tag): cls for cls in KnownEvent.__args__}
+"""Every known kind, by the string it is written as."""
+
+
+def kind_of(cls: type[Event]) -> str:
+    """The kind an event class is written as (its tag)."""
+    return str(cls.__struct_config__.tag)
+
+
+def to_dict(event: LogEvent) -> dict[str, Any]:
+    """The event as the JSON object of its line (`seq`, `ts`, `kind` and the fields)."""
+    if isinstance(event, UnknownEvent):
+        return {"seq": event.seq, "ts": event.ts, "kind": event.kind, **event.fields}
+    out: dict[str, Any] = msgspec.to_builtins(event)
+    return out
