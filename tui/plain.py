@@ -154,7 +154,7 @@ class PlainRepl:
         repl = self
 
         class SlashCompleter(Completer):
-            def get_completions(self, document, complete_event):  # type: ignore[no-untyped-def]
+            def get_completions(self, document, complete_event):
                 text = document.text_before_cursor
                 if not text.startswith("/") or " " in text:
                     return

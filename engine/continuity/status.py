@@ -29,7 +29,7 @@ import hashlib
 import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from msgspec import UNSET
 
@@ -86,7 +86,7 @@ def archive_failure(scope: str, error: str) -> dict[str, Any]:
     return {"status": "unavailable", "scope": scope, "error": str(error)}
 
 
-def _count(value: Any) -> bool:
+def _count(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
@@ -282,8 +282,8 @@ def resolve_scan(
     if not scan.initialized:
         return Resolution("uninitialized")
     if foreign_archive is not None:
-        expired = tuple(dict.fromkeys(ref.batch for ref in reversed(scan.refs)))
-        return Resolution("scope_unavailable", (), expired, foreign_archive, omitted)
+        bound_elsewhere = tuple(dict.fromkeys(ref.batch for ref in reversed(scan.refs)))
+        return Resolution("scope_unavailable", (), bound_elsewhere, foreign_archive, omitted)
     reachable: list[int] = []
     expired: list[int] = []
     seen: set[int] = set()
@@ -296,10 +296,10 @@ def resolve_scan(
             present = False
         (reachable if present else expired).append(ref.batch)
     if stored is None:
-        error = store_error or "the archive cannot be opened"
-        return Resolution("unavailable", (), tuple(expired), error, omitted)
+        why = store_error or "the archive cannot be opened"
+        return Resolution("unavailable", (), tuple(expired), why, omitted)
     broken = {b: why for b, why in (damaged or {}).items() if b in reachable}
-    error = scan.problem
+    error: str | None = scan.problem
     status: HistoryStatus
     if scan.problem is not None:
         status = "unavailable"

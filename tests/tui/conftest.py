@@ -70,7 +70,7 @@ async def _in_flight(app: TroveApp) -> list[Awaitable[Any]]:
             idle.result()
         else:
             waits.append(idle)
-    waits.extend(app.query_one(Transcript)._pending)
+    waits.extend(w.wait() for w in app.query_one(Transcript).finishing())
     waits.extend(w.wait() for w in app.workers if w.group == "commands" and not w.is_finished)
     return waits
 

@@ -10,13 +10,13 @@ earlier messages.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine, Iterable
+from typing import TYPE_CHECKING, Any
 
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Button
+from textual.worker import Worker
 
 from engine import events as ev
 from engine.events import LogEvent
@@ -31,6 +31,8 @@ HIGH_WATER = 400
 """Widgets kept mounted; beyond this the oldest are pruned (Toad keeps ~1,500 lines)."""
 CHUNK = 150
 """Events rendered per "load earlier" step and on opening a thread."""
+FINISHING = "finishing-reply"
+"""Worker group of replies whose final render is running."""
 
 
 def _assistant_message() -> type[AssistantMessage]:
@@ -73,7 +75,6 @@ class Transcript(VerticalScroll):
         self._reply: AssistantMessage | None = None
         self._tools: dict[str, ToolBlock] = {}
         self._checkpoints: dict[int, CheckpointBlock] = {}
-        self._pending: set[asyncio.Task[None]] = set()
         self._interrupted = False
         """The reply just built was cut off by a failed stream (its turn's notice says so)."""
 
@@ -84,17 +85,19 @@ class Transcript(VerticalScroll):
             checkpoint = event.checkpoint
             if checkpoint is not None:
                 summary = event.text.split("\n\n", 1)[-1]
-                block = CheckpointBlock(seq=event.seq, count=checkpoint.count or 0, summary=summary)
-                self._checkpoints[checkpoint.start or 0] = block
-                return [block]
+                checkpoint_block = CheckpointBlock(
+                    seq=event.seq, count=checkpoint.count or 0, summary=summary
+                )
+                self._checkpoints[checkpoint.start or 0] = checkpoint_block
+                return [checkpoint_block]
             if event.source == "inject":
-                message = UserMessage(event.text, seq=event.seq, label="context")
-                message.add_class("-injected")
-                return [message]
+                injected = UserMessage(event.text, seq=event.seq, label="context")
+                injected.add_class("-injected")
+                return [injected]
             if event.placement == "next-step":
-                message = UserMessage(event.text, seq=event.seq, label="steer")
-                message.add_class("-steer")
-                return [message]
+                steer = UserMessage(event.text, seq=event.seq, label="steer")
+                steer.add_class("-steer")
+                return [steer]
             return [UserMessage(event.text, seq=event.seq)]
         if isinstance(event, ev.AssistantMessage):
             out: list[Widget] = []
@@ -118,17 +121,17 @@ class Transcript(VerticalScroll):
                     message.add_class("-interrupted")
                 out.append(message)
             for call in event.calls:
-                block = ToolBlock(call.id, call.name, call.arguments or "")
-                self._tools[block.call_id] = block
-                out.append(block)
+                tool_block = ToolBlock(call.id, call.name, call.arguments or "")
+                self._tools[tool_block.call_id] = tool_block
+                out.append(tool_block)
             return out
         if isinstance(event, ev.ToolResult):
-            block = self._tools.get(event.call_id)
-            if block is not None:
-                if block.is_mounted:
-                    block.set_result(event.content)
+            called = self._tools.get(event.call_id)
+            if called is not None:
+                if called.is_mounted:
+                    called.set_result(event.content)
                 else:
-                    block.result = event.content
+                    called.result = event.content
             return []
         if isinstance(event, ev.TurnEnd):
             interrupted, self._interrupted = self._interrupted, False
@@ -155,20 +158,20 @@ class Transcript(VerticalScroll):
                 )
             ]
         if isinstance(event, ev.CompactEnd):
-            block = self._checkpoints.get(event.start or 0)
-            if block is not None:
+            closed = self._checkpoints.get(event.start or 0)
+            if closed is not None:
                 batch = _batch(event.archive)
                 if batch is not None:
-                    block.batch_id = batch
+                    closed.batch_id = batch
                 else:
-                    block.archive_note = "not archived (history unavailable)"
+                    closed.archive_note = "not archived (history unavailable)"
             return []
         if isinstance(event, ev.CompactArchived):  # archived after a crash or a failed capture
-            block = self._checkpoints.get(event.start)
+            archived = self._checkpoints.get(event.start)
             batch = _batch(event.archive)
-            if block is not None and batch is not None:
-                block.batch_id = batch
-                block.archive_note = ""
+            if archived is not None and batch is not None:
+                archived.batch_id = batch
+                archived.archive_note = ""
             return []
         return []
 
@@ -176,10 +179,15 @@ class Transcript(VerticalScroll):
         await reply.finish(reply.text)  # stops its stream pump first
         await reply.remove()
 
-    def _spawn(self, coro: object) -> None:
-        task = asyncio.ensure_future(coro)  # type: ignore[arg-type]
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """A reply's final render awaits its stream: a worker, so events go on meanwhile."""
+        self.run_worker(work, group=FINISHING, exit_on_error=False)
+
+    def finishing(self) -> list[Worker[None]]:
+        """The replies whose final render is still running (tests wait on these)."""
+        return [
+            w for w in self.workers if w.node is self and w.group == FINISHING and not w.is_finished
+        ]
 
     # -- live ---------------------------------------------------------------------
 
