@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from engine import events as ev
 from engine.continuity import (
-    SourceInput,
+    OfferedMessage,
     extract_records,
     fts,
     hidden_seqs,
@@ -16,7 +16,7 @@ from engine.surface import Surface
 
 
 def one(message: dict, *, seq: int = 1, hidden: bool = False):
-    records = extract_records([SourceInput(seq, message["role"], message, hidden)])
+    records = extract_records([OfferedMessage(seq, message["role"], message, hidden)])
     return records[0] if records else None
 
 

@@ -18,7 +18,7 @@ Modules, each holding one concern:
 
 from engine.continuity.context import ContinuityContext, Snapshot
 from engine.continuity.extract import (
-    SourceInput,
+    OfferedMessage,
     extract_records,
     hidden_seqs,
     is_source_id,
@@ -76,7 +76,7 @@ __all__ = [
     "Resolution",
     "Snapshot",
     "Source",
-    "SourceInput",
+    "OfferedMessage",
     "archive_failure",
     "archive_path",
     "archive_reference",

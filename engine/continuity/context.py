@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.continuity.extract import SourceInput, hidden_seqs, surface_inputs
+from engine.continuity.extract import OfferedMessage, hidden_seqs, surface_inputs
 from engine.continuity.search import ActiveIndex, HistoryView
 from engine.continuity.status import scope_binding
 from engine.continuity.store import ArchiveStore
@@ -27,7 +27,7 @@ class Snapshot:
     """A position's inputs, taken on the event loop and used from a worker thread."""
 
     events: list[LogEvent]
-    active: list[SourceInput]
+    active: list[OfferedMessage]
     scope: str
     store: ArchiveStore | None
     index: ActiveIndex = field(default_factory=ActiveIndex)

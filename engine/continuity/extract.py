@@ -30,8 +30,11 @@ ROLES = ("user", "assistant", "tool")
 ECHO_TOOLS = frozenset({"history_search", "history_read", "task_note"})
 
 
-class SourceInput(NamedTuple):
-    """One message offered for extraction.
+class OfferedMessage(NamedTuple):
+    """One message offered for extraction: a message, not yet a `Source`.
+
+    Extraction turns it into at most one `records.Source` (none for an
+    injection or an empty message), which is why it is a type of its own.
 
     `seq` is the log seq of the message (its identity). `hidden` marks a
     framework injection (a user message whose log event has `source:
@@ -117,7 +120,7 @@ def message_text(role: str, message: Mapping[str, Any]) -> str:
 
 
 def extract_records(
-    items: Iterable[SourceInput | Sequence[Any]], *, max_record_chars: int | None = None
+    items: Iterable[OfferedMessage | Sequence[Any]], *, max_record_chars: int | None = None
 ) -> list[Source]:
     """Sources for the given messages, in input order; messages with no text give none.
 
@@ -127,7 +130,7 @@ def extract_records(
     records: list[Source] = []
     call_names: dict[Any, Any] = {}
     for item in items:
-        seq, role, message, hidden = SourceInput(*item)
+        seq, role, message, hidden = OfferedMessage(*item)
         if hidden or not isinstance(message, Mapping) or isinstance(seq, bool):
             continue
         if not isinstance(seq, int):
@@ -172,14 +175,14 @@ def hidden_seqs(events: Iterable[LogEvent]) -> set[int]:
     }
 
 
-def surface_inputs(entries: Iterable[Any], hidden: set[int]) -> list[SourceInput]:
-    """SourceInputs for the entries of an `engine.surface.Surface`.
+def surface_inputs(entries: Iterable[Any], hidden: set[int]) -> list[OfferedMessage]:
+    """OfferedMessages for the entries of an `engine.surface.Surface`.
 
     Checkpoints are summaries written by compaction, not sources, so they are
     skipped; `hidden` is usually `hidden_seqs(events)`.
     """
     return [
-        SourceInput(entry.seq, entry.role, entry.message, entry.seq in hidden)
+        OfferedMessage(entry.seq, entry.role, entry.message, entry.seq in hidden)
         for entry in entries
         if not getattr(entry, "checkpoint", False)
     ]

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from engine.continuity import fts
-from engine.continuity.extract import ROLES, SourceInput, extract_records, is_source_id
+from engine.continuity.extract import ROLES, OfferedMessage, extract_records, is_source_id
 from engine.continuity.records import Hit, Source
 from engine.continuity.status import (
     STATUS_DETAIL,
@@ -87,7 +87,7 @@ class HistoryView:
         cls,
         events: Iterable[LogEvent],
         scope: str,
-        active: Iterable[SourceInput],
+        active: Iterable[OfferedMessage],
         store: ArchiveStore | None,
         index: ActiveIndex | None = None,
     ) -> HistoryView:
