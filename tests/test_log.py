@@ -181,8 +181,8 @@ def test_a_second_torn_tail_at_the_same_seq_does_not_overwrite_the_first(tmp_pat
     SessionLog.open(path).close()
     kept = {p.read_bytes() for p in tmp_path.iterdir() if p.name != path.name}
     assert kept == {first, second}, (
-        "BUG engine/log.py SessionLog.open: the .torn-N file is overwritten, losing the "
-        f"earlier torn bytes; kept: {kept!r}"
+        "BUG engine/log/session_log.py SessionLog.open: the .torn-N file is overwritten, "
+        f"losing the earlier torn bytes; kept: {kept!r}"
     )
 
 
@@ -259,8 +259,8 @@ def test_invalid_utf8_line_is_reported_as_corruption(tmp_path: Path) -> None:
         assert str(err).startswith(f"{path}:2: ")
     except Exception as exc:  # which exception escapes is the point of this test
         pytest.fail(
-            f"BUG engine/log.py read_events: invalid UTF-8 raised {type(exc).__name__}: {exc} "
-            "instead of LogCorruptError(file:line)"
+            "BUG engine/log/replay.py read_events: invalid UTF-8 raised "
+            f"{type(exc).__name__}: {exc} instead of LogCorruptError(file:line)"
         )
     else:
         pytest.fail("a line that is not UTF-8 was accepted")

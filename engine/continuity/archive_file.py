@@ -1,4 +1,4 @@
-"""Opening the archive file: URI modes, the immutable-read stamp, WAL and private modes.
+"""The archive file: where it lives, and opening it (URI modes, read stamp, WAL, private modes).
 
 A read-only store writes nothing, not even `-wal`/`-shm`: when no `-wal`
 exists, everything committed is in the main file, so it is opened
@@ -16,8 +16,15 @@ from pathlib import Path
 from engine.private import tighten
 
 BUSY_TIMEOUT_MS = 10_000
+ARCHIVE_DIR = "task-history"
+ARCHIVE_NAME = "history.sqlite"
 
 Stamp = tuple[int, int, int]
+
+
+def archive_path(thread_dir: Path) -> Path:
+    """`<thread dir>/task-history/history.sqlite`, beside the session log."""
+    return thread_dir / ARCHIVE_DIR / ARCHIVE_NAME
 
 
 def connect(path: Path, mode: str) -> sqlite3.Connection:

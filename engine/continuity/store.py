@@ -39,6 +39,7 @@ from typing import TypeVar
 from engine.config import TaskContinuityConfig
 from engine.continuity import fts
 from engine.continuity.archive_file import (
+    archive_path,
     connect,
     ensure_wal,
     file_stamp,
@@ -84,15 +85,8 @@ __all__ = [
 ]
 
 MAX_PAGE_COUNT = 32768
-ARCHIVE_DIR = "task-history"
-ARCHIVE_NAME = "history.sqlite"
 
 T = TypeVar("T")
-
-
-def archive_path(thread_dir: Path) -> Path:
-    """`<thread dir>/task-history/history.sqlite`, beside the session log."""
-    return thread_dir / ARCHIVE_DIR / ARCHIVE_NAME
 
 
 def _utcnow() -> datetime:

@@ -1,0 +1,90 @@
+"""The FIFO inbox: accepting, editing, withdrawing and restoring user input.
+
+Every accepted input gets a stable InboxItemId and an `inbox/queued` event
+before `send` returns, so a prompt typed while something else runs keeps its
+identity and its place, and survives a crash.
+"""
+
+from __future__ import annotations
+
+from engine.driver.inbox_item import InboxItem, InboxItemId, Placement
+from engine.driver.state import DriverState
+from engine.events import InboxEdited, InboxQueued, InboxRemoved, UserMessage
+
+
+class DriverClosedError(RuntimeError):
+    """Input after teardown has nowhere to go; the caller must keep it."""
+
+
+class Inbox(DriverState):
+    """The driver's input side: `send`, `inject`, `remove`, `edit`."""
+
+    # -- input ---------------------------------------------------------------
+
+    def send(
+        self, text: str, *, waking: bool = True, placement: Placement = "follow-up"
+    ) -> InboxItemId:
+        """Accept input; it is durable and has its id before this returns.
+
+        Next-step input steers the running turn when the driver accepts it;
+        otherwise it becomes an ordinary follow-up with the same id. When the
+        log cannot take it (LogWriteError: disk full, read-only view) nothing
+        was accepted and the caller still holds the text.
+        """
+        if self._closed:
+            raise DriverClosedError("the session is closed; input was not accepted")
+        event = self.log.append(InboxQueued(text=text, waking=waking, placement=placement))
+        item = InboxItem(InboxItemId(event.seq), text, waking, placement)
+        if placement == "next-step" and self.accepts_next_step:
+            self._steering.append(item)
+        else:
+            self._inbox.append(item)
+        if waking:
+            self._arm()
+        self._changed()
+        return item.id
+
+    def inject(self, text: str) -> int:
+        """Durable context that never wakes the driver and is never withheld."""
+        if self._closed:
+            raise DriverClosedError("the session is closed; context was not accepted")
+        event = self.log.append(UserMessage(text=text, source="inject"))
+        self._changed()
+        return event.seq
+
+    def remove(self, item_id: InboxItemId) -> bool:
+        """Withdraw a queued item before it starts; it stays in the log as removed."""
+        for queue in (self._inbox, self._steering):
+            for item in queue:
+                if item.id == item_id:
+                    self.log.append(InboxRemoved(item_id=item_id))
+                    queue.remove(item)
+                    self._changed()
+                    return True
+        return False
+
+    def edit(self, item_id: InboxItemId, text: str) -> bool:
+        """Change a queued item's text; its id and place are kept."""
+        for item in self.inbox:
+            if item.id == item_id:
+                self.log.append(InboxEdited(item_id=item_id, text=text))
+                item.text = text
+                self._changed()
+                return True
+        return False
+
+    def _restore_inbox(self) -> None:
+        """Input accepted before a crash but never delivered comes back, quiet.
+
+        It is not run automatically: the user sees it queued and decides.
+        """
+        pending: dict[int, InboxItem] = {}
+        for event in self.log.events:
+            if isinstance(event, InboxQueued):
+                item_id = InboxItemId(event.seq)
+                pending[item_id] = InboxItem(item_id, event.text, False, "follow-up")
+            elif isinstance(event, InboxEdited) and event.item_id in pending:
+                pending[event.item_id].text = event.text
+            elif isinstance(event, InboxRemoved | UserMessage) and event.item_id is not None:
+                pending.pop(event.item_id, None)
+        self._inbox = list(pending.values())

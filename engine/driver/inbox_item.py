@@ -1,0 +1,21 @@
+"""An inbox item: one accepted input, with the id it keeps until it is delivered.
+
+The id is the seq of its `inbox/queued` event, so it is stable across a
+crash; the placement says whether it may steer a running turn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, NewType
+
+InboxItemId = NewType("InboxItemId", int)
+Placement = Literal["follow-up", "next-step"]
+
+
+@dataclass
+class InboxItem:
+    id: InboxItemId
+    text: str
+    waking: bool
+    placement: Placement

@@ -1,0 +1,46 @@
+"""What the driver plugs into: the model, the compaction hooks, front ends."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from engine.surface import Message
+
+if TYPE_CHECKING:
+    from engine.driver.driver import Driver
+
+
+class ModelPort(Protocol):
+    """What the driver needs from a model client (engine.model.ModelClient)."""
+
+    async def complete(
+        self,
+        messages: list[Message],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        on_delta: Callable[[str], None] | None = None,
+        model: str | None = None,
+    ) -> Any: ...
+
+
+class TurnHooks(Protocol):
+    """Where compaction plugs into a turn without the driver knowing how."""
+
+    async def before_request(self, driver: Driver, turn: int) -> None: ...
+
+    async def on_overflow(self, driver: Driver, turn: int) -> bool: ...
+
+
+class Observer(Protocol):
+    """A front end following the driver. Its failures never reach a turn."""
+
+    def on_delta(self, turn: int, text: str) -> None: ...
+
+    def on_state(self) -> None: ...
+
+    def on_failure(self, text: str) -> None:
+        """A failure the log could not record (it could not be written); one line."""
+
+
+ContextBuilder = Callable[[list[Message]], Awaitable[list[Message]]]

@@ -1,0 +1,200 @@
+"""The turn loop: one turn from `turn/start` to `turn/end`, tool rounds in between.
+
+Whatever fails (the model, a tool, the disk), a turn ends with the driver
+idle again and with every input that never became a message queued again,
+so nothing typed is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any, cast
+
+from engine.driver.inbox_item import InboxItem
+from engine.driver.state import DriverState
+from engine.events import AssistantMessage, ToolCall, ToolResult, TurnEnd, TurnStart, UserMessage
+from engine.log import LogWriteError
+from engine.model import ContextOverflowError, ModelError
+from engine.surface import Message
+from engine.tools import error_result
+
+if TYPE_CHECKING:
+    from engine.driver.driver import Driver
+
+DEFAULT_MAX_TOOL_ROUNDS = 16
+"""Rounds of tool calls one turn may run (``model.max_tool_rounds`` sets it)."""
+
+
+class TurnLoop(DriverState):
+    """Runs the turn admission handed over, and lets the user cancel it."""
+
+    # -- turns ---------------------------------------------------------------
+
+    def cancel(self) -> bool:
+        """Stop the running turn; its partial reply is kept, marked cancelled."""
+        if self._turn_task is None or self._turn_task.done():
+            return False
+        self._turn_task.cancel("cancelled by the user")
+        return True
+
+    async def request_messages(self) -> list[Message]:
+        messages: list[Message] = []
+        if self.system_prompt:
+            messages.append({"role": "system", "content": self.system_prompt})
+        messages.extend(self.surface.messages())
+        if self.context is not None:
+            messages = await self.context(messages)
+        return messages
+
+    def _deliver_steering(self) -> None:
+        while self._steering:
+            item = self._steering[0]
+            self.log.append(UserMessage(text=item.text, item_id=item.id, placement="next-step"))
+            self._steering.pop(0)
+
+    async def _request(self, turn: int) -> Any:
+        driver = cast("Driver", self)  # the hooks are given the whole driver
+        if self.hooks is not None:
+            await self.hooks.before_request(driver, turn)
+
+        def on_delta(text: str) -> None:
+            self._partial.append(text)
+            self._tell("on_delta", turn, text)
+
+        tools = self.tools.schemas() or None
+
+        async def attempt() -> Any:
+            self._partial = []
+            return await self.model.complete(
+                await self.request_messages(), tools=tools, on_delta=on_delta
+            )
+
+        try:
+            return await attempt()
+        except ContextOverflowError:
+            if self.hooks is None or not await self.hooks.on_overflow(driver, turn):
+                raise
+        return await attempt()  # once, on the compacted surface
+
+    async def _turn(self, items: list[InboxItem]) -> None:
+        """One turn. Whatever fails (the model, a tool, the disk), it ends with the
+        driver idle again, and input whose message never reached the log is
+        queued again (quietly), so nothing typed is lost."""
+        turn = self.log.tail.last_turn + 1
+        self._running_turn = turn
+        status, error, reason = "ok", None, None
+        started = False
+        delivered: set[int] = set()
+        pending_calls: list[Any] = []
+        rounds = 0
+        try:
+            self.log.append(TurnStart(turn=turn, items=[item.id for item in items]))
+            started = True
+            for item in items:
+                self.log.append(UserMessage(text=item.text, item_id=item.id))
+                delivered.add(item.id)
+            while True:
+                self._deliver_steering()
+                completion = await self._request(turn)
+                self._partial = []
+                calls = list(completion.tool_calls)
+                self.log.append(
+                    AssistantMessage(
+                        content=completion.content,
+                        tool_calls=[ToolCall(c.id, c.name, c.arguments) for c in calls],
+                        usage=completion.usage,
+                        model=completion.model,
+                        finish_reason=completion.finish_reason,
+                    )
+                )
+                if calls and rounds >= self.max_tool_rounds:
+                    # A model that never stops calling tools would keep the turn (and
+                    # the queue behind it) busy forever. Its last calls still get a
+                    # result each, so the conversation stays valid for the next request.
+                    status, reason = "error", "tool_rounds"
+                    error = (
+                        f"stopped after {rounds} round{'' if rounds == 1 else 's'}"
+                        " of tool calls in one turn"
+                        " (model.max_tool_rounds): the model kept calling tools"
+                    )
+                    for call in calls:
+                        content = error_result("tool_round_limit", f"not run: {error}")
+                        self.log.append(
+                            ToolResult(call_id=call.id, name=call.name, content=content)
+                        )
+                    break
+                rounds += bool(calls)
+                pending_calls = list(calls)
+                while pending_calls:
+                    call = pending_calls[0]
+                    content = await self.tools.call(call.name, call.arguments)
+                    self.log.append(ToolResult(call_id=call.id, name=call.name, content=content))
+                    pending_calls.pop(0)
+                if not calls and not self._steering:
+                    break
+        except asyncio.CancelledError:
+            status = "cancelled"
+            if started:
+                self._close_interrupted(pending_calls, "error: cancelled", cancelled=True)
+        except LogWriteError as exc:
+            status, error = "error", f"the turn stopped: {exc}"
+        except ModelError as exc:
+            # A stream that failed mid-reply keeps what the user already saw,
+            # marked like a cancelled one.
+            status, error, reason = "error", str(exc), exc.kind
+            if started:
+                self._close_interrupted(pending_calls, f"error: {error}")
+        except Exception as exc:
+            status, error = "error", f"{type(exc).__name__}: {exc}"
+            if started:
+                self._close_interrupted(pending_calls, f"error: {error}")
+        finally:
+            self._partial = []
+            if started:
+                end = TurnEnd(turn=turn, status=status, error=error, reason=reason)
+                failed = self._try_append(end)
+                if failed is not None:  # the log cannot say it, so say it here, once
+                    self._tell(
+                        "on_failure", error or f"the end of the turn was not recorded: {failed}"
+                    )
+            elif error is not None:
+                self._tell("on_failure", error)
+            self._running_turn = None
+            # Input that never became a message goes back to the queue, quiet: it
+            # is still in the log as queued, and the user decides when to resend.
+            returned = [
+                InboxItem(item.id, item.text, False, item.placement)
+                for item in items
+                if item.id not in delivered
+            ]
+            # Steering that arrived too late for this turn becomes a follow-up.
+            self._inbox = sorted(
+                [*returned, *self._steering, *self._inbox], key=lambda item: item.id
+            )
+            self._steering = []
+            self._turn_task = None
+            self._arm()
+            self._changed()
+
+    def _close_interrupted(
+        self, pending_calls: list[Any], result: str, *, cancelled: bool = False
+    ) -> None:
+        """Keep what an interrupted request streamed, and answer its open tool calls."""
+        partial = "".join(self._partial)
+        if partial.strip() or (cancelled and partial):
+            kept = AssistantMessage(
+                content=partial, tool_calls=[], cancelled=cancelled, interrupted=not cancelled
+            )
+            self._try_append(kept)
+        for call in pending_calls:
+            self._try_append(ToolResult(call_id=call.id, name=call.name, content=result))
+
+    def _try_append(self, event: AssistantMessage | ToolResult | TurnEnd) -> LogWriteError | None:
+        """An append during clean-up: a disk failure must not stop the clean-up.
+
+        The failure is returned, not reported: the turn's end reports once."""
+        try:
+            self.log.append(event)
+        except LogWriteError as exc:
+            return exc
+        return None

@@ -1,0 +1,45 @@
+"""The append-only session log: one JSON object per line, per thread.
+
+The log is the single source of truth. The surface the model sees, the turn
+counter, the inbox that survives a crash and the compaction lock are all
+derived from it by replay, so a reader only ever needs this file.
+
+Each line is one `engine.events` Struct: a load gives typed events (or one
+`file:line` error), and an append takes a typed payload and stamps it.
+
+Rooms: `line_codec` (one line to one event and back; `LogCorruptError`),
+`replay` (a whole file read back, the torn tail found), `brackets`
+(`TailState`: the open turn, the open compaction, the end-seed) and
+`session_log` (`SessionLog`, appending; `LogWriteError`). Import from
+`engine.log`; the rooms are its implementation.
+"""
+
+from engine.events import Event
+from engine.log.brackets import TailState
+from engine.log.line_codec import LogCorruptError, decode_line, encode_line, from_dict, parse_line
+from engine.log.replay import LoadResult, paused_gc, read_events
+from engine.log.session_log import (
+    Clock,
+    Listener,
+    ListenerErrorHandler,
+    LogWriteError,
+    SessionLog,
+)
+
+__all__ = [
+    "Clock",
+    "Event",
+    "Listener",
+    "ListenerErrorHandler",
+    "LoadResult",
+    "LogCorruptError",
+    "LogWriteError",
+    "SessionLog",
+    "TailState",
+    "decode_line",
+    "encode_line",
+    "from_dict",
+    "paused_gc",
+    "parse_line",
+    "read_events",
+]

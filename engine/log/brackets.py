@@ -1,0 +1,47 @@
+"""The open brackets a log's tail leaves: the open turn, the open compaction, the end-seed.
+
+`compact/start` is the only compaction lock, so whether one is open is read
+here, from replay, not from process memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.events import CompactEnd, CompactStart, EndSeed, LogEvent, TurnEnd, TurnStart
+
+
+@dataclass
+class TailState:
+    """What replay knows about open brackets, kept by one transition function.
+
+    `open_turn` and `open_compact` are cleared by `session/end-seed`: whatever
+    was open before the seam belongs to an earlier lifecycle (a crash), so it
+    is stale and must not wedge the resumed session.
+    """
+
+    open_turn: TurnStart | None = None
+    open_compact: CompactStart | None = None
+    end_seed: EndSeed | None = None
+    stale_compacts: list[CompactStart] = field(default_factory=list)
+    last_turn: int = 0
+
+    def apply(self, event: LogEvent) -> None:
+        if isinstance(event, TurnStart):
+            self.open_turn = event
+            if event.turn > self.last_turn:
+                self.last_turn = event.turn
+        elif isinstance(event, TurnEnd):
+            if self.open_turn is not None and self.open_turn.turn == event.turn:
+                self.open_turn = None
+        elif isinstance(event, CompactStart):
+            self.open_compact = event
+        elif isinstance(event, CompactEnd):
+            if self.open_compact is not None and event.start in (None, self.open_compact.seq):
+                self.open_compact = None
+        elif isinstance(event, EndSeed):
+            if self.open_compact is not None:
+                self.stale_compacts.append(self.open_compact)
+            self.open_compact = None
+            self.open_turn = None
+            self.end_seed = event

@@ -1,0 +1,162 @@
+"""One log line and one typed event, both ways: decode (checked) and encode (read back).
+
+A line is one `engine.events` Struct as JSON. Decoding takes the fast typed
+path first and falls back to a careful one that names the bad line
+(`LogCorruptError`, `file:line`) or keeps a kind this code does not know.
+Encoding reads its own line back, so what this process writes always loads.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from msgspec.structs import replace
+
+from engine.events import KINDS, KnownEvent, LogEvent, UnknownEvent, to_dict
+
+
+class LogCorruptError(Exception):
+    """A line other than a torn tail is unreadable: loading stops rather than lose data."""
+
+    def __init__(self, path: Path, line: int, problem: str) -> None:
+        super().__init__(f"{path}:{line}: {problem}")
+        self.path = path
+        self.line = line
+        self.problem = problem
+
+
+_FILE_DECODER = msgspec.json.Decoder(list[KnownEvent])
+_LINE_DECODER = msgspec.json.Decoder(KnownEvent)
+_ENCODER = msgspec.json.Encoder()
+_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+
+
+def decode_all(body: bytes) -> list[LogEvent] | None:
+    """One typed decode of the whole file: the fast path for a healthy log.
+
+    A log of well-formed lines is also one well-formed array when joined, so
+    decode that; anything it does not take (a bad line, a kind this code does
+    not know, a seq out of order) goes to the line-by-line reader, which says
+    which line is bad or keeps the unknown event.
+    """
+    if not body:
+        return []
+    if b"\n\n" in body or body.startswith(b"\n"):
+        return None  # a blank line: let the careful path name it
+    try:
+        events: list[LogEvent] = list(_FILE_DECODER.decode(b"[" + body.replace(b"\n", b",") + b"]"))
+    except _DECODE_ERRORS:
+        return None
+    for expected, event in enumerate(events, 1):
+        if event.seq != expected:
+            return None
+    return events
+
+
+def _check(path: Path, lineno: int, event: Any, expected: int) -> None:
+    if not isinstance(event, dict):
+        raise LogCorruptError(path, lineno, "not a JSON object")
+    if not isinstance(event.get("kind"), str):
+        raise LogCorruptError(path, lineno, "missing 'kind'")
+    seq = event.get("seq")
+    if type(seq) is not int or seq != expected:
+        raise LogCorruptError(path, lineno, f"expected seq {expected}, found {seq!r:.40}")
+
+
+def parse_line(path: Path, lineno: int, raw: bytes) -> LogEvent:
+    """One line: a typed event, an unknown kind kept, or a file:line error."""
+    try:
+        event: LogEvent = _LINE_DECODER.decode(raw)
+    except _DECODE_ERRORS:
+        pass
+    else:
+        if event.seq == lineno:
+            return event
+    # The careful way, to name the problem (or keep a kind this code does not know).
+    if not raw.strip():
+        raise LogCorruptError(path, lineno, "empty line")
+    try:
+        value = json.loads(raw)
+    except UnicodeDecodeError:
+        raise LogCorruptError(path, lineno, "not valid UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise LogCorruptError(path, lineno, f"not valid JSON ({exc.msg})") from None
+    except ValueError as exc:  # e.g. an integer past the 4,300-digit limit
+        raise LogCorruptError(path, lineno, f"not valid JSON ({exc})") from None
+    except RecursionError:
+        raise LogCorruptError(path, lineno, "not valid JSON (nested too deeply)") from None
+    _check(path, lineno, value, lineno)
+    return from_dict(value, path=path, lineno=lineno)
+
+
+def decode_line(raw: bytes) -> LogEvent:
+    """One line on its own, its seq unchecked: for tools that follow a log as it grows.
+
+    Raises ValueError for a line that is not a log event, LogCorruptError for
+    one of the wrong shape.
+    """
+    try:
+        event: LogEvent = _LINE_DECODER.decode(raw)
+    except _DECODE_ERRORS:
+        value = json.loads(raw)
+        if not isinstance(value, dict) or type(value.get("seq")) is not int:
+            raise ValueError("not a log event") from None
+        if not isinstance(value.get("kind"), str):
+            raise ValueError("not a log event") from None
+        return from_dict(value, path=Path("<line>"), lineno=value["seq"])
+    return event
+
+
+def from_dict(value: dict[str, Any], *, path: Path, lineno: int) -> LogEvent:
+    """A parsed line as its typed event (`seq` and `kind` already checked)."""
+    kind = value["kind"]
+    if kind not in KINDS:
+        fields = {name: item for name, item in value.items() if name not in _STAMP}
+        return UnknownEvent(seq=value["seq"], ts=str(value.get("ts", "")), kind=kind, fields=fields)
+    try:
+        event: LogEvent = msgspec.convert(value, KnownEvent)
+    except msgspec.ValidationError as exc:
+        raise LogCorruptError(path, lineno, f"{kind}: {exc}") from None
+    except RecursionError:
+        raise LogCorruptError(path, lineno, f"{kind}: nested too deeply") from None
+    return event
+
+
+_STAMP = frozenset({"seq", "ts", "kind"})
+
+
+def _scrub(value: Any) -> Any:
+    """Lone surrogates (valid in JSON escapes, so a model can send them) cannot be
+    encoded as UTF-8; they become U+FFFD rather than failing the append."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {key: _scrub(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub(item) for item in value]
+    return value
+
+
+def encode_line(event: LogEvent) -> tuple[bytes, LogEvent]:
+    """The event's line, and the event as read back from that line.
+
+    Reading it back is what makes "a thread's log always loads" hold for what
+    this process writes: a payload built with the wrong types (Structs do not
+    check on construction) is refused here, before anything is written. The
+    event returned is the one a replay will see (lone surrogates scrubbed).
+    """
+    value: Any = to_dict(event) if isinstance(event, UnknownEvent) else event
+    try:
+        line = _ENCODER.encode(value) + b"\n"
+    except UnicodeEncodeError:
+        line = _ENCODER.encode(_scrub(to_dict(event))) + b"\n"
+    if isinstance(event, UnknownEvent) and event.kind not in KINDS:
+        fields = {name: item for name, item in _scrub(event.fields).items()}
+        return line, replace(event, fields=fields)
+    try:  # a known kind, even when given as raw fields: as a replay will read it
+        return line, _LINE_DECODER.decode(line)
+    except msgspec.ValidationError as exc:
+        raise TypeError(f"a {event.kind} payload of the wrong shape: {exc}") from None

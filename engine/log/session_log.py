@@ -1,0 +1,223 @@
+"""The appending side of a thread's log: `SessionLog`, and `LogWriteError` when it cannot.
+
+An append stamps the payload (seq, time), writes one whole line or nothing,
+then runs the engine's projections and the front ends' listeners.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TypeVar, cast
+
+from msgspec.structs import replace
+
+from engine.events import Event, LogEvent, UnknownEvent
+from engine.log.brackets import TailState
+from engine.log.line_codec import encode_line
+from engine.log.replay import paused_gc, read_events
+from engine.private import open_private, private_dir
+
+Listener = Callable[[LogEvent], None]
+Clock = Callable[[], datetime]
+E = TypeVar("E", bound=Event | UnknownEvent)
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _format_ts(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _torn_copy(path: Path, seq: int) -> Path:
+    """A new file for torn bytes; an earlier crash's copy is never overwritten."""
+    keep = path.with_name(f"{path.name}.torn-{seq}")
+    attempt = 1
+    while keep.exists():
+        attempt += 1
+        keep = path.with_name(f"{path.name}.torn-{seq}.{attempt}")
+    return keep
+
+
+class LogWriteError(OSError):
+    """An append that did not happen: the file is byte for byte as before it.
+
+    An OSError (ENOSPC, EDQUOT, EFBIG, EIO, EROFS …) with the log's path, so
+    callers that already treat disk failures as OSError keep working. A log
+    opened read-only raises it too, with the reason as the whole message.
+    """
+
+    def __init__(self, path: Path, cause: OSError | str, *, read_only: bool = False) -> None:
+        reason = cause if isinstance(cause, str) else (cause.strerror or str(cause))
+        code = errno.EROFS if read_only else (getattr(cause, "errno", 0) or 0)
+        self.path = path
+        self.reason = reason
+        self.message = reason if read_only else f"{path}: could not write to the log: {reason}"
+        super().__init__(code, self.message)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+ListenerErrorHandler = Callable[[Listener, LogEvent, Exception], None]
+
+
+def _report_listener_error(listener: Listener, event: LogEvent, exc: Exception) -> None:
+    """A front end's callback failed; the engine goes on and says so once, on the logger."""
+    logging.getLogger("trove").warning(
+        "a log listener (%s) failed on %s: %s: %s",
+        getattr(listener, "__qualname__", listener),
+        event.kind,
+        type(exc).__name__,
+        exc,
+    )
+
+
+class SessionLog:
+    """One thread's log: replayed on open, appended one line per event.
+
+    Each append reaches the OS before it returns (so a killed process keeps
+    it); `flush()` adds the fsync that makes it survive a power cut.
+
+    An append is all or nothing: a write that fails part-way (disk full, a
+    file size limit, an I/O error) is cut back off the file before
+    `LogWriteError` is raised, so the next append continues with the right
+    seq on a clean line. If even that cut fails, the log stops taking appends
+    for the rest of the process rather than write after a partial line (the
+    file then loads with a torn tail).
+
+    Engine projections (the surface) run first and may raise: they are the
+    engine's own state. Listeners (front ends) are isolated: one that raises
+    is reported through `on_listener_error` and never reaches the caller.
+    """
+
+    def __init__(self, path: Path, *, clock: Clock = _utcnow) -> None:
+        self.path = path
+        self.clock = clock
+        self.events: list[LogEvent] = []
+        self.tail = TailState()
+        self.listeners: list[Listener] = []
+        self.projections: list[Listener] = []
+        self.on_listener_error: ListenerErrorHandler = _report_listener_error
+        self.torn_report: str | None = None
+        self.read_only: str | None = None
+        """Why appends are refused (None: they are not): another process holds the thread."""
+        self._fd: int | None = None
+        self._size = 0
+        self._broken: str | None = None
+
+    @classmethod
+    def open(
+        cls, path: Path, *, clock: Clock = _utcnow, read_only: str | None = None
+    ) -> SessionLog:
+        """Replay the file and keep it open for appends.
+
+        A torn tail is cut off the file so the next append starts on a clean
+        line; its bytes are kept beside the log, never silently dropped.
+        With `read_only` (the reason) the file is only read: nothing is cut,
+        and every append raises LogWriteError with that reason.
+        """
+        log = cls(path, clock=clock)
+        loaded = read_events(path)
+        if read_only is None:
+            private_dir(path.parent)
+            if loaded.torn is not None:
+                raw = path.read_bytes()[loaded.good_bytes :]
+                keep = _torn_copy(path, len(loaded.events) + 1)
+                with os.fdopen(open_private(keep, os.O_WRONLY | os.O_EXCL), "wb") as fh:
+                    fh.write(raw)
+                with path.open("r+b") as fh:
+                    fh.truncate(loaded.good_bytes)
+                log.torn_report = loaded.torn + f" (kept in {keep.name})"
+        else:
+            log.read_only = read_only
+        log.events = loaded.events
+        with paused_gc():
+            for event in log.events:
+                log.tail.apply(event)
+        if read_only is None:
+            log._fd = open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+            log._size = os.fstat(log._fd).st_size
+        return log
+
+    @property
+    def next_seq(self) -> int:
+        return len(self.events) + 1
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Follow every appended event; the returned callable stops it (idempotent)."""
+        self.listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                self.listeners.remove(listener)
+
+        return unsubscribe
+
+    def append(self, payload: E) -> E:
+        """Stamp the payload with the next seq and the time, and write it; projections
+        and listeners run after the line is written. Returns the stamped event.
+
+        A listener may append in turn (re-entrancy is allowed): the event it
+        sees is already durable and already counted in `tail`.
+        """
+        if self.read_only is not None:
+            raise LogWriteError(self.path, self.read_only, read_only=True)
+        if self._broken is not None:
+            raise LogWriteError(self.path, self._broken)
+        if self._fd is None:
+            raise LogWriteError(self.path, "the log is closed")
+        stamped = replace(payload, seq=self.next_seq, ts=_format_ts(self.clock()))
+        line, written = encode_line(stamped)
+        event = cast(E, written)
+        self._write(line)
+        self.events.append(event)
+        self.tail.apply(event)
+        for projection in self.projections:
+            projection(event)
+        for listener in list(self.listeners):
+            try:
+                listener(event)
+            except Exception as exc:  # a front end's failure never reaches the engine
+                with contextlib.suppress(Exception):
+                    self.on_listener_error(listener, event, exc)
+        return event
+
+    def _write(self, data: bytes) -> None:
+        assert self._fd is not None
+        written = 0
+        try:
+            while written < len(data):
+                written += self._raw_write(self._fd, data[written:])
+        except OSError as exc:
+            if written:
+                try:
+                    os.ftruncate(self._fd, self._size)
+                except OSError as undo:
+                    self._broken = (
+                        f"a failed write could not be undone ({undo.strerror or undo}); "
+                        "restart Trove to go on"
+                    )
+            raise LogWriteError(self.path, exc) from exc
+        self._size += written
+
+    def _raw_write(self, fd: int, data: bytes) -> int:
+        """The one system call appends go through (fault-injection tests replace it)."""
+        return os.write(fd, data)
+
+    def flush(self) -> None:
+        """fsync: the bytes are on disk, not just in the OS cache."""
+        if self._fd is not None:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
