@@ -83,6 +83,8 @@ class TroveApp(App[int]):
         self.threads: ThreadController | None = None
         """Made when the chat screen is ready, from the settings as they are then."""
         self.theme = config.ui.theme
+        self._offered: bool | None = None
+        """Whether the footer last offered Esc (None: not yet drawn)."""
 
     def get_default_screen(self) -> Screen[Any]:
         return self.chat
@@ -184,6 +186,18 @@ class TroveApp(App[int]):
             return self.busy or self.chat.inspector_shown
         return True
 
+    def sync_bindings(self) -> None:
+        """Refresh the footer only when what it offers changes.
+
+        A refresh rebuilds every key of the footer and restyles it; state
+        changes (a turn starting, a delta, the queue) come many times a second
+        and almost never change which actions are available.
+        """
+        offered = bool(self.check_action("cancel", ()))
+        if offered != self._offered:
+            self._offered = offered
+            self.refresh_bindings()
+
     def command_list(self) -> list[tuple[str, str]]:
         if self.runtime is None:
             return []
@@ -192,7 +206,7 @@ class TroveApp(App[int]):
     def run_command(self, text: str) -> None:
         worker = self.run_worker(self._command(text), group="commands", exit_on_error=False)
         self.commands_running.append(worker)
-        self.refresh_bindings()
+        self.sync_bindings()
 
     async def _command(self, text: str) -> None:
         assert self.runtime is not None
@@ -205,7 +219,7 @@ class TroveApp(App[int]):
             raise
         finally:
             self.commands_running = [w for w in self.commands_running if w.is_running]
-            self.call_later(self.refresh_bindings)
+            self.call_later(self.sync_bindings)
         if result.shown:
             self.chat.notice(result.text, "success" if result.ok else "error")
 

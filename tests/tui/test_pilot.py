@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from textual.widgets._footer import FooterKey
+
 from engine import events as ev
 from tests import scripted_server as s
 from tests.support import chat_messages, of_kind
@@ -110,6 +112,11 @@ async def test_editing_a_queued_prompt_keeps_its_id(app_factory, server):
         assert start.items == [item]
 
 
+def _footer_actions(app) -> list[str]:
+    """The actions the footer shows now, as a person reads them."""
+    return [key.action for key in app.screen.query(FooterKey)]
+
+
 async def test_escape_cancels_the_running_reply(app_factory, server):
     server.script(s.text("a long answer that is interrupted", hold=True))
     app = app_factory()
@@ -120,12 +127,14 @@ async def test_escape_cancels_the_running_reply(app_factory, server):
         await server.wait_requests(1)
         await until(pilot, lambda: bool(app.runtime.driver.partial_reply))
         assert app.check_action("cancel", ()) is True
+        await until(pilot, lambda: "cancel" in _footer_actions(app))  # "Esc Cancel" offered
         await pilot.press("escape")
         await settle(pilot)
         server.release()
         end = of_kind(app.runtime.thread.log.events, ev.TurnEnd)[-1]
         assert end.status == "cancelled"
-        assert app.check_action("cancel", ()) is False  # hidden from the footer again
+        assert app.check_action("cancel", ()) is False
+        await until(pilot, lambda: "cancel" not in _footer_actions(app))  # hidden again
         notices = [n.text for n in app.query(Notice)]
         assert any("cancelled" in text for text in notices)
 

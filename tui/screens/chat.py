@@ -224,7 +224,7 @@ class ChatScreen(Screen[None]):
         else:
             strip.set_activity("")
         strip.set_queue([(item.id, item.text, item.placement) for item in state.queue])
-        self.app.refresh_bindings()
+        self._sync_bindings()
 
     def _update_context(self) -> None:
         if self.runtime is None:
@@ -335,11 +335,17 @@ class ChatScreen(Screen[None]):
             return
         inspector.display = show
         self.app.set_class(show and self.app.size.width < NARROW, "-inspector-full")
+        self._sync_bindings()
         if show:
             inspector.refresh_data()
             inspector.focus_default()
         else:
             self.query_one(PromptInput).focus()
+
+    def _sync_bindings(self) -> None:
+        sync = getattr(self.app, "sync_bindings", None)
+        if sync is not None:
+            sync()
 
     async def toggle_inspector(self) -> None:
         await self.show_inspector(not self.inspector_shown)
