@@ -1,0 +1,80 @@
+"""Every benchmark in one command, then one table: each figure beside its target.
+
+    python bench/all.py [--only tui,log_replay,compaction,archive,local]
+
+Each benchmark runs as its own process, one after another (never two at
+once: on 2 cores they would skew each other), with its whole output shown as
+it runs. Every line a benchmark prints with a target is collected, and the
+table at the end lists them with pass or MISS, so a miss is read in one place
+and never hidden between pages of detail. Figures are printed, not asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ORDER = ("tui", "log_replay", "compaction", "archive", "local")
+
+
+def verdict(line: str) -> str:
+    """How the benchmark judged this figure, from the words it printed."""
+    if "MISS" in line:
+        return "MISS"
+    lowered = line.lower()
+    if "meets target" in lowered or "pass" in lowered:
+        return "pass"
+    return "?"
+
+
+def run(name: str) -> list[str]:
+    """Run one benchmark, echoing its output; the lines that state a target."""
+    print(f"\n=== bench/{name}.py", flush=True)
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, str(BENCH / f"{name}.py")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=BENCH.parent,
+    )
+    assert process.stdout is not None
+    judged: list[str] = []
+    for line in process.stdout:
+        print(line, end="", flush=True)
+        if "target" in line.lower() and verdict(line) != "?":
+            judged.append(" ".join(line.split()))
+    code = process.wait()
+    if code:
+        judged.append(f"exited with status {code}: its figures are incomplete  MISS")
+    print(f"=== bench/{name}.py took {time.perf_counter() - started:.0f} s", flush=True)
+    return judged
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default=",".join(ORDER), help="comma-separated benchmarks")
+    args = parser.parse_args(argv)
+    chosen = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in ORDER]
+    if unknown:
+        print(f"bench/all.py: unknown benchmark {unknown[0]!r} (one of {', '.join(ORDER)})")
+        return 2
+    print(f"load average {os.getloadavg()[0]:.2f} at start (other work skews every figure)")
+    table = [(name, line) for name in chosen for line in run(name)]
+    print("\n=== every figure against its target (DESIGN.md)")
+    width = max((len(name) for name, _ in table), default=0)
+    for name, line in table:
+        print(f"{verdict(line):4}  {name:<{width}}  {line}")
+    misses = sum(verdict(line) == "MISS" for _, line in table)
+    print(f"{len(table) - misses} pass, {misses} MISS; load average {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
