@@ -4,7 +4,8 @@ However fast the model, the UI loop does one Markdown append per frame
 (`FRAME`): a delta only joins a list and, if none is armed, arms the frame's
 timer. Textual's ``Markdown.append`` re-parses from the last open block, so
 finished blocks stay frozen and each frame costs the open tail, not the
-reply. Imported on the first reply, not at launch. The text shown (and
+reply; the end appends the last tail rather than rendering the reply anew.
+Imported on the first reply, not at launch. The text shown (and
 copied) is the reply made terminal-safe; an escape sequence split across
 deltas is held back until it is whole, then dropped.
 """
@@ -88,20 +89,26 @@ class AssistantMessage(Markdown):
     ) -> None:
         """The final text from the log wins over whatever the frames showed.
 
-        It is rendered whole exactly once, after any frame still drawing: the
-        reply may end in the same tick as its last delta, before a frame ever
-        showed it.
+        When it is the text that was streamed, only the part no frame drew yet
+        is appended (after any frame still drawing), so the end costs the open
+        tail, not a re-render of the whole reply; the reply may end in the
+        same tick as its last delta, before any frame showed it. A different
+        text (a torn or cleaned-up reply) is rendered whole, once.
         """
         text = safe_text(text)
         self._finished = True
         if self._frame is not None:
             self._frame.stop()
             self._frame = None
+        tail = "".join(self._pending)
         self._pending.clear()
         drawing, self._drawing = self._drawing, None
         if drawing is not None:
             await asyncio.gather(drawing, return_exceptions=True)
-        if self._streamed or text != self.text:
+        if self._streamed and text == self.text and self.source + tail == text:
+            if tail:
+                await self.append(tail)
+        elif self._streamed or text != self.text:
             self.text = text
             await self.update(text)
         if cancelled:
