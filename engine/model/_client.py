@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import importlib
 import os
 import threading
@@ -90,6 +91,7 @@ class ModelClient:
             return
         # A worker thread keeps the ~1 s import from freezing the UI loop.
         mod = await asyncio.to_thread(import_openai)
+        _freeze_long_lived()
         if self._client is not None:  # another caller finished first
             return
         key = self.api_key or os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
@@ -220,6 +222,25 @@ class ModelClient:
         client, self._client = self._client, None
         if client is not None:
             await client.close()
+
+
+_FROZEN = False
+
+
+def _freeze_long_lived() -> None:
+    """Take what exists once the SDK is imported out of the cyclic collector's sight.
+
+    Modules, classes and the SDK's schemas live as long as the process, yet
+    every full collection walks them all: 250-330 ms pauses of the UI loop
+    while a reply streams (its widgets and strips trigger those collections).
+    Frozen once, a full collection walks only what was made since. Any cyclic
+    garbage that exists at this moment is kept for good: a one-off, bounded
+    cost against pauses on every long reply.
+    """
+    global _FROZEN
+    if not _FROZEN:
+        _FROZEN = True
+        gc.freeze()
 
 
 async def _drain(reads: Any) -> None:

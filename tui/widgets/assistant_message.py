@@ -13,6 +13,7 @@ deltas is held back until it is whole, then dropped.
 from __future__ import annotations
 
 import asyncio
+import time
 
 from textual.timer import Timer
 from textual.widgets import Markdown
@@ -20,7 +21,12 @@ from textual.widgets import Markdown
 from engine.safe_text import SafeStream, safe_text
 
 FRAME = 1 / 30
-"""Seconds between draws of a streaming reply."""
+"""Seconds between draws of a streaming reply, at the least.
+
+A frame that took longer to reach the screen (layout grows with everything
+in the transcript) is followed by an idle gap as long as it took, so drawing
+never holds the UI loop more than half the time and keystrokes get the rest.
+"""
 
 
 class AssistantMessage(Markdown):
@@ -44,6 +50,8 @@ class AssistantMessage(Markdown):
         """Text written since the last frame was drawn."""
         self._frame: Timer | None = None
         self._drawing: asyncio.Task[None] | None = None
+        self._busy = False
+        """A frame is being drawn and has not reached the screen yet."""
         self._streamed = False
         self._finished = False
 
@@ -66,23 +74,31 @@ class AssistantMessage(Markdown):
         self._parts.append(fragment)
         self._pending.append(fragment)
         self._streamed = True
-        if self._frame is None:
+        if self._frame is None and not self._busy:
             self._frame = self.set_timer(FRAME, self._draw, name="reply frame")
 
     def _draw(self) -> None:
         self._frame = None
-        if self._finished or not self._pending:
-            return
-        if self._drawing is not None and not self._drawing.done():
-            # The last frame is still rendering: its successor takes both frames' text.
-            self._frame = self.set_timer(FRAME, self._draw, name="reply frame")
+        if self._finished or not self._pending or self._busy:
             return
         fragment = "".join(self._pending)
         self._pending.clear()
-        self._drawing = asyncio.ensure_future(self._append(fragment))
+        self._busy = True
+        self._drawing = asyncio.ensure_future(self._append(fragment, time.monotonic()))
 
-    async def _append(self, fragment: str) -> None:
-        await self.append(fragment)
+    async def _append(self, fragment: str, started: float) -> None:
+        try:
+            await self.append(fragment)
+        finally:
+            if not self.call_after_refresh(self._drawn, started):
+                self._drawn(started)
+
+    def _drawn(self, started: float) -> None:
+        """The frame is on screen: the next one waits at least as long as this one took."""
+        self._busy = False
+        if self._pending and not self._finished and self._frame is None:
+            cost = time.monotonic() - started
+            self._frame = self.set_timer(max(FRAME, cost), self._draw, name="reply frame")
 
     async def finish(
         self, text: str, *, cancelled: bool = False, interrupted: bool = False
