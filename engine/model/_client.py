@@ -89,20 +89,28 @@ class ModelClient:
         """
         if self._client is not None:
             return
-        # A worker thread keeps the ~1 s import from freezing the UI loop.
-        mod = await asyncio.to_thread(import_openai)
+        # A worker thread keeps the ~1 s import, the TLS context (CA bundle) and
+        # the SDK's lazily imported resource modules from freezing the UI loop.
+        mod, client = await asyncio.to_thread(self._build)
         _freeze_long_lived()
         if self._client is not None:  # another caller finished first
             return
-        key = self.api_key or os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
         self._openai = mod
-        self._client = mod.AsyncOpenAI(
+        self._client = client
+
+    def _build(self) -> tuple[Any, Any]:
+        mod = import_openai()
+        key = self.api_key or os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
+        client = mod.AsyncOpenAI(
             base_url=self.base_url,
             api_key=key,
             max_retries=self.max_retries,
             # A dead host should fail in seconds, while a slow model may take minutes.
             timeout=mod.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
         )
+        # The first touch imports the resource's modules; here, not in the first turn.
+        _ = client.chat.completions.with_streaming_response
+        return mod, client
 
     async def complete(
         self,
