@@ -2,7 +2,9 @@
 
 The engine calls its listeners inside an append or a streamed delta; this
 listener only posts a Message to the chat screen, so the widgets do their
-work in Textual's own message loop, in the order the engine spoke. Each
+work in Textual's own message loop, in the order the engine spoke. Deltas
+that arrive while their message is still queued join it, so a fast model
+costs one message per turn of the UI loop, not one per token. Each
 Message names the bridge that posted it: after a thread switch, whatever
 the old thread posted and is still queued is recognised and dropped.
 """
@@ -39,8 +41,15 @@ class LogEventAppended(EngineMessage, bubble=False):
 
 @dataclass
 class ReplyStreamed(EngineMessage, bubble=False):
+    """Every delta that arrived until the screen took it: one message, not one per delta."""
+
     turn: int
-    text: str
+    parts: list[str]
+
+    def take(self) -> str:
+        """The text so far; later deltas go to a new message."""
+        self.bridge.close_deltas(self.parts)
+        return "".join(self.parts)
 
 
 @dataclass
@@ -62,13 +71,23 @@ class Bridge:
         self.runtime = runtime
         self._target = target
         self._unsubscribe = runtime.subscribe(self._post, on_error=on_error)
+        self._deltas: list[str] | None = None
+        """The parts of the ReplyStreamed still queued, which later deltas join."""
 
     def _post(self, notification: Notification) -> None:
         message: EngineMessage
+        if isinstance(notification, ReplyDelta):
+            if self._deltas is not None:
+                self._deltas.append(notification.text)
+                return
+            self._deltas = [notification.text]
+            message = ReplyStreamed(self, notification.turn, self._deltas)
+            self._target.post_message(message)
+            return
+        # Anything else the engine says comes after the deltas queued so far.
+        self._deltas = None
         if isinstance(notification, LogAppended):
             message = LogEventAppended(self, notification.event)
-        elif isinstance(notification, ReplyDelta):
-            message = ReplyStreamed(self, notification.turn, notification.text)
         elif isinstance(notification, StateChanged):
             message = EngineStateChanged(self, notification.state)
         elif isinstance(notification, Failure):
@@ -76,6 +95,10 @@ class Bridge:
         else:
             return
         self._target.post_message(message)
+
+    def close_deltas(self, parts: list[str]) -> None:
+        if self._deltas is parts:
+            self._deltas = None
 
     def close(self) -> None:
         """The closing runtime's late notifications must not reach widgets being torn down."""

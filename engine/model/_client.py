@@ -7,14 +7,19 @@ takes about a second, which must not delay start-up or stall keystrokes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import importlib
 import os
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
+
+import orjson
 
 from engine.model._errors import empty, malformed, translate
+from engine.model._sse import EventSplitter
 from engine.model._stream import Completion, StreamReader
 
 if TYPE_CHECKING:
@@ -84,19 +89,28 @@ class ModelClient:
         """
         if self._client is not None:
             return
-        # A worker thread keeps the ~1 s import from freezing the UI loop.
-        mod = await asyncio.to_thread(import_openai)
+        # A worker thread keeps the ~1 s import, the TLS context (CA bundle) and
+        # the SDK's lazily imported resource modules from freezing the UI loop.
+        mod, client = await asyncio.to_thread(self._build)
+        _freeze_long_lived()
         if self._client is not None:  # another caller finished first
             return
-        key = self.api_key or os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
         self._openai = mod
-        self._client = mod.AsyncOpenAI(
+        self._client = client
+
+    def _build(self) -> tuple[Any, Any]:
+        mod = import_openai()
+        key = self.api_key or os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
+        client = mod.AsyncOpenAI(
             base_url=self.base_url,
             api_key=key,
             max_retries=self.max_retries,
             # A dead host should fail in seconds, while a slow model may take minutes.
             timeout=mod.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
         )
+        # The first touch imports the resource's modules; here, not in the first turn.
+        _ = client.chat.completions.with_streaming_response
+        return mod, client
 
     async def complete(
         self,
@@ -130,32 +144,10 @@ class ModelClient:
         reader = StreamReader(served_model=name)
         started = False
         try:
-            stream = await self._client.chat.completions.create(**kwargs)
-            started = True  # headers arrived: a later connection error is a torn reply
-            async with stream:
-                chunks = stream.__aiter__()
-                last_yield = time.monotonic()
-                while True:
-                    try:
-                        chunk = await anext(chunks)
-                    except StopAsyncIteration:
-                        break
-                    except ValueError as exc:  # a data line that is not JSON
-                        what = "a data line is not valid JSON"
-                        raise malformed(self.display_url, name, what) from exc
-                    now = time.monotonic()
-                    if now - last_yield > YIELD_EVERY:
-                        # Chunks already buffered are parsed without a suspension
-                        # point; yield so keystrokes and frames are not starved.
-                        await asyncio.sleep(0)
-                        last_yield = time.monotonic()
-                    try:
-                        piece = reader.feed(chunk)
-                    except (AttributeError, TypeError, ValueError) as exc:
-                        what = "a chunk is not a chat completion"
-                        raise malformed(self.display_url, name, what) from exc
-                    if piece and on_delta is not None:
-                        on_delta(piece)
+            create = self._client.chat.completions.with_streaming_response.create
+            async with create(**kwargs) as response:
+                started = True  # headers arrived: a later connection error is a torn reply
+                await self._read(response.http_response, reader, name, on_delta)
         except oa.APIError as exc:
             raise translate(
                 exc,
@@ -172,8 +164,115 @@ class ModelClient:
             raise empty(self.display_url, name, saw_choice=reader.saw_choice, finish=reader.finish)
         return completion
 
+    async def _read(
+        self,
+        http: Any,
+        reader: StreamReader,
+        model: str,
+        on_delta: Callable[[str], None] | None,
+    ) -> None:
+        """Fold the event stream into ``reader``, one observer call per network read.
+
+        Whatever text a read held reaches ``on_delta`` before anything it held
+        fails the reply, so the caller always has the partial text.
+        """
+        oa = self._openai
+        timeouts, transport = _transport_errors(oa)
+        splitter = EventSplitter()
+        loads = orjson.loads
+        reads = http.aiter_bytes().__aiter__()
+        last_yield = time.monotonic()
+        while True:
+            try:
+                raw = await anext(reads)
+            except StopAsyncIteration:
+                return
+            except timeouts as exc:
+                raise oa.APITimeoutError(request=http.request) from exc
+            except transport as exc:
+                raise oa.APIConnectionError(request=http.request) from exc
+            pieces: list[str] = []
+            done = False
+            try:
+                for data in splitter.feed(raw):
+                    if data.startswith(b"[DONE]"):
+                        done = True
+                        break
+                    try:
+                        chunk = loads(data)
+                    except orjson.JSONDecodeError as exc:
+                        what = "a data line is not valid JSON"
+                        raise malformed(self.display_url, model, what) from exc
+                    if isinstance(chunk, dict) and chunk.get("error"):
+                        raise _stream_error(oa, http.request, chunk["error"])
+                    try:
+                        piece = reader.feed(chunk)
+                    except (AttributeError, TypeError, ValueError) as exc:
+                        what = "a chunk is not a chat completion"
+                        raise malformed(self.display_url, model, what) from exc
+                    if piece:
+                        pieces.append(piece)
+            finally:
+                if pieces and on_delta is not None:
+                    on_delta("".join(pieces))
+            if done:
+                await _drain(reads)
+                return
+            now = time.monotonic()
+            if now - last_yield > YIELD_EVERY:
+                # Reads already buffered return without a suspension point;
+                # yield so keystrokes and frames are not starved.
+                await asyncio.sleep(0)
+                last_yield = time.monotonic()
+
     async def aclose(self) -> None:
         """Release pooled connections; safe to call when no request was ever made."""
         client, self._client = self._client, None
         if client is not None:
             await client.close()
+
+
+_FROZEN = False
+
+
+def _freeze_long_lived() -> None:
+    """Take what exists once the SDK is imported out of the cyclic collector's sight.
+
+    Modules, classes and the SDK's schemas live as long as the process, yet
+    every full collection walks them all: 250-330 ms pauses of the UI loop
+    while a reply streams (its widgets and strips trigger those collections).
+    Frozen once, a full collection walks only what was made since. Any cyclic
+    garbage that exists at this moment is kept for good: a one-off, bounded
+    cost against pauses on every long reply.
+    """
+    global _FROZEN
+    if not _FROZEN:
+        _FROZEN = True
+        gc.freeze()
+
+
+async def _drain(reads: Any) -> None:
+    """Read past ``[DONE]`` to the end, so an HTTP/1.1 connection goes back to the pool."""
+    with contextlib.suppress(Exception):
+        async for _ in reads:
+            pass
+
+
+def _stream_error(oa: Any, request: Any, error: Any) -> Exception:
+    """An error object inside a 200 stream, raised as the SDK raises it (then translated)."""
+    message = error.get("message") if isinstance(error, dict) else None
+    if not message or not isinstance(message, str):
+        message = "An error occurred during streaming"
+    return cast(Exception, oa.APIError(message=message, request=request, body=error))
+
+
+def _transport_errors(oa: Any) -> tuple[tuple[type[BaseException], ...], ...]:
+    """Which read failures are timeouts and which are lost connections.
+
+    The SDK's own classification, so a torn raw stream fails exactly as its
+    parsed stream did; the builtin families when the SDK does not expose it.
+    """
+    helpers = getattr(oa, "_httpx2", None)
+    if helpers is not None and hasattr(helpers, "timeout_exceptions"):
+        return helpers.timeout_exceptions(), helpers.request_exceptions()
+    return (TimeoutError,), (OSError,)

@@ -53,27 +53,36 @@ class StreamReader:
     saw_choice: bool = False
 
     def feed(self, chunk: Any) -> str:
-        """Take one chunk; returns its text, for the caller to show."""
-        if getattr(chunk, "model", None):
-            self.served_model = _str_or_none(chunk.model) or self.served_model
-        if chunk.usage is not None:
-            self.usage = chunk.usage.model_dump(exclude_none=True)
-        choices = chunk.choices or ()
-        if not isinstance(choices, list | tuple):
+        """Take one chunk as decoded JSON; returns its text, for the caller to show."""
+        if not isinstance(chunk, dict):
+            raise TypeError("a chunk is not an object")
+        model = chunk.get("model")
+        if model:
+            self.served_model = _str_or_none(model) or self.served_model
+        usage = chunk.get("usage")
+        if usage is not None:
+            self.usage = _without_nones(_dict(usage))
+        choices = chunk.get("choices")
+        if choices is None:
+            choices = []
+        if not isinstance(choices, list):
             raise TypeError("choices is not a list")
         pieces: list[str] = []
         for choice in choices:
+            choice = _dict(choice)
             self.saw_choice = True
-            if choice.finish_reason:
-                self.finish = _str_or_none(choice.finish_reason)
-            delta = choice.delta
+            finish = choice.get("finish_reason")
+            if finish:
+                self.finish = _str_or_none(finish)
+            delta = choice.get("delta")
             if delta is None:
                 continue
-            content = _str_or_none(delta.content)
+            delta = _dict(delta)
+            content = _str_or_none(delta.get("content"))
             if content:
                 pieces.append(content)
-            for tc in delta.tool_calls or ():
-                merge_call(self.calls, tc)
+            for tc in delta.get("tool_calls") or ():
+                merge_call(self.calls, _dict(tc))
         piece = "".join(pieces)
         if piece:
             self.text.append(piece)
@@ -93,32 +102,47 @@ class StreamReader:
         )
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return value
+    raise TypeError(f"expected an object, got {type(value).__name__}")
+
+
+def _without_nones(value: dict[str, Any]) -> dict[str, Any]:
+    """Usage as the SDK's ``model_dump(exclude_none=True)`` gave it: absent, not null."""
+    kept = {k: v for k, v in value.items() if v is not None}
+    return {k: _without_nones(v) if isinstance(v, dict) else v for k, v in kept.items()}
+
+
 def _str_or_none(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
     raise TypeError(f"expected text, got {type(value).__name__}")
 
 
-def merge_call(calls: dict[int, _PartialCall], tc: Any) -> None:
+def merge_call(calls: dict[int, _PartialCall], tc: dict[str, Any]) -> None:
     """Fold one streamed tool-call fragment into the call it belongs to (by ``index``).
 
     Some servers omit ``index``; a fragment with a new id then starts a call and
     one without continues the latest, which is how those servers stream.
     """
-    index = tc.index
+    index = tc.get("index")
     if index is not None and (not isinstance(index, int) or isinstance(index, bool)):
         raise TypeError("tool call index is not an integer")
     if index is None:
         by_id = {c.id: i for i, c in calls.items() if c.id}
         last = max(calls, default=-1)
-        index = by_id.get(tc.id, last + 1) if tc.id else max(last, 0)
+        call_id = tc.get("id")
+        index = by_id.get(call_id, last + 1) if call_id else max(last, 0)
     part = calls.setdefault(index, _PartialCall())
-    if _str_or_none(tc.id):
-        part.id = tc.id
-    fn = tc.function
+    call_id = _str_or_none(tc.get("id"))
+    if call_id:
+        part.id = call_id
+    fn = tc.get("function")
     if fn is None:
         return
-    name, arguments = _str_or_none(fn.name), _str_or_none(fn.arguments)
+    fn = _dict(fn)
+    name, arguments = _str_or_none(fn.get("name")), _str_or_none(fn.get("arguments"))
     if name and name != part.name:
         # Names normally arrive whole in the first fragment; a few servers repeat them.
         part.name = name if not part.name else part.name + name

@@ -47,3 +47,22 @@ async def test_the_whole_reply_is_shown_however_the_end_interleaves_with_the_str
                     wrong.append((between, before_end, shown(message)))
                 await message.remove()
     assert wrong == []
+
+
+async def test_a_reply_drawn_by_frames_ends_whole_and_is_not_rendered_anew():
+    """Frames draw the stream as it goes; the end appends only what no frame drew."""
+    app: App[None] = App()
+    async with app.run_test() as pilot:
+        message = AssistantMessage()
+        await app.mount(message)
+        words = TEXT.split(" ")
+        half = len(words) // 2
+        message.write(" ".join(words[:half]) + " ")
+        while not message.source:  # a frame drew the first half
+            await pilot.pause()
+        first_block = message.query(MarkdownBlock).first()
+        message.write(" ".join(words[half:]))
+        await message.finish(TEXT)
+        await pilot.pause()
+        assert shown(message) == TEXT
+        assert message.query(MarkdownBlock).first() is first_block

@@ -177,7 +177,7 @@ class ChatScreen(Screen[None]):
     def on_reply_streamed(self, message: ReplyStreamed) -> None:
         if self._current(message):
             try:
-                self.query_one(Transcript).delta(message.text)
+                self.query_one(Transcript).delta(message.take())
             except Exception as exc:
                 self._display_failed(message, exc)
 
