@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.events import LogEvent
-from engine.log.line_codec import decode_all, parse_line
+from engine.log.line_codec import decode_lines, parse_line
 
 
 @dataclass
@@ -45,17 +45,17 @@ def read_events(path: Path) -> LoadResult:
 def _read_events(path: Path) -> LoadResult:
     data = path.read_bytes() if path.exists() else b""
     cut = data.rfind(b"\n") + 1
-    body, tail = data[:cut], data[cut:]
+    lines = data.split(b"\n")  # not a slice of the body first: that copies the whole file
+    tail = lines.pop()
     torn: str | None = None
     if tail.strip():
         # No trailing newline: the write was cut short by a crash.
-        line = body.count(b"\n") + 1
         torn = (
-            f"{path}:{line}: ignored a torn last line "
+            f"{path}:{len(lines) + 1}: ignored a torn last line "
             f"({len(tail)} bytes) left by an interrupted write"
         )
-    parsed = decode_all(body[:-1]) if body else []
-    if parsed is not None and len(parsed) == body.count(b"\n"):
+    parsed = decode_lines(lines)
+    if parsed is not None:
         return LoadResult(parsed, torn, cut)
-    events = [parse_line(path, index + 1, raw) for index, raw in enumerate(body.split(b"\n")[:-1])]
+    events = [parse_line(path, index + 1, raw) for index, raw in enumerate(lines)]
     return LoadResult(events, torn, cut)
