@@ -275,7 +275,8 @@ async def test_automatic_compaction_keeps_the_question_being_answered(tmp_path, 
     events = rt.thread.log.events
     start = of_kind(events, ev.CompactStart)[-1]
     three = next(e for e in events if isinstance(e, ev.UserMessage) and e.text == "three")
-    assert three.seq not in start.seqs and not start.open_turn
+    replaced = of_kind(events, ev.CompactSummary)[-1].replaced or []
+    assert three.seq not in replaced and not start.open_turn
     summary_request = server.requests[-2]["messages"]
     assert "three" not in str(summary_request)
     retried = chat_messages(server.requests[-1])
