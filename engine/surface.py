@@ -111,10 +111,14 @@ class Surface:
         one `reshapes` is still valid, same entries at the same index, while it holds."""
         self.tokens = 0
         """The running total of the entries' token estimates."""
+        self.newest = 0
+        """The highest seq on the surface: whatever arrives later (an append, a checkpoint)
+        has a higher one."""
 
     def _add(self, entry: Entry) -> None:
         self.entries.append(entry)
         self.tokens += entry.tokens
+        self.newest = entry.seq
         self.version += 1
 
     @classmethod
@@ -190,7 +194,8 @@ class Surface:
             )
             kept.insert(position, entry)  # nothing replaced stands before `position`
             self.entries = kept
-        self.tokens += entry.tokens - sum(e.tokens for e in removed)
+        self.tokens += entry.tokens - sum([e.tokens for e in removed])
+        self.newest = entry.seq
         self.version += 1
         self.reshapes += 1
 
@@ -203,9 +208,8 @@ class Surface:
         index = next((i for i, e in enumerate(entries) if e.seq == first), None)
         if index is None or len(entries) - index < len(replaced):
             return None
-        for offset, seq in enumerate(replaced):
-            if entries[index + offset].seq != seq:
-                return None
+        if [e.seq for e in entries[index : index + len(replaced)]] != replaced:
+            return None
         return index
 
     def messages(self) -> list[Message]:

@@ -21,7 +21,9 @@ class Span:
     `index` is where the run stood and `reshapes` the surface's reshape count
     when it was found to be one balanced run (None: not checked). The surface
     only appends between reshapes, so while `reshapes` holds the run is still
-    there, same entries at the same index: stability is one compare.
+    there, same entries at the same index: stability is one compare. `newest`
+    is the surface's highest seq when the span was taken: an entry in the run
+    with a higher one took the place of something selected.
     """
 
     first: int
@@ -29,6 +31,7 @@ class Span:
     count: int
     tokens: int
     index: int
+    newest: int
     reshapes: int | None = None
 
     def entries(self, surface: Surface) -> list[Entry]:
@@ -54,6 +57,10 @@ def _balanced_cuts(entries: Sequence[Entry], cut: int) -> int:
     best = 0
     for i in range(cut):
         entry = entries[i]
+        if not (entry.call_ids or entry.result_of):
+            if open_ids == 0:
+                best = i + 1
+            continue
         for call in entry.call_ids:
             if call not in calls:
                 calls.add(call)
@@ -114,7 +121,9 @@ def select_range(
         return None
     # The running total less what stays: a pass over the recent part only.
     tokens = surface.tokens - sum(e.tokens for e in entries[cut:])
-    return Span(entries[0].seq, entries[cut - 1].seq, cut, tokens, 0, surface.reshapes)
+    return Span(
+        entries[0].seq, entries[cut - 1].seq, cut, tokens, 0, surface.newest, surface.reshapes
+    )
 
 
 def range_span(surface: Surface, first_seq: int, last_seq: int) -> Span | None:
@@ -125,9 +134,9 @@ def range_span(surface: Surface, first_seq: int, last_seq: int) -> Span | None:
     found = [(i, e) for i, e in enumerate(surface.entries) if first_seq <= e.seq <= last_seq]
     if not found:
         return None
-    return Span(
-        found[0][1].seq, found[-1][1].seq, len(found), sum(e.tokens for _, e in found), found[0][0]
-    )
+    first, last = found[0][1].seq, found[-1][1].seq
+    tokens = sum(e.tokens for _, e in found)
+    return Span(first, last, len(found), tokens, found[0][0], surface.newest)
 
 
 def span_problem(surface: Surface, span: Span) -> str | None:
@@ -144,6 +153,8 @@ def span_problem(surface: Surface, span: Span) -> str | None:
     if index is None or all(e.seq != span.last for e in entries[index:]):
         return "a selected message is no longer on the surface"
     run = entries[index : index + span.count]
+    if any(e.seq > span.newest for e in run):
+        return "a selected message is no longer on the surface"  # a checkpoint took its place
     # Seqs are unique: a run of `count` from the first ends at the last only if
     # nothing was removed from it or slipped into it.
     if len(run) != span.count or run[-1].seq != span.last:
@@ -160,4 +171,6 @@ def checked(surface: Surface, span: Span) -> Span:
     if span.reshapes == surface.reshapes:
         return span
     index = next(i for i, e in enumerate(surface.entries) if e.seq == span.first)
-    return Span(span.first, span.last, span.count, span.tokens, index, surface.reshapes)
+    return Span(
+        span.first, span.last, span.count, span.tokens, index, span.newest, surface.reshapes
+    )
