@@ -9,6 +9,7 @@ Encoding reads its own line back, so what this process writes always loads.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +34,8 @@ _ENCODER = msgspec.json.Encoder()
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 
-def decode_lines(lines: list[bytes]) -> list[LogEvent] | None:
-    """The typed decode of every line: the fast path for a healthy log.
+def decode_lines(lines: Iterable[bytes]) -> list[LogEvent] | None:
+    """The typed decode of every line (a trailing newline is fine): the fast path.
 
     Line by line, because joining the file into one array copies it and
     parses slower. Anything this does not take (a bad line, a kind this code
