@@ -8,7 +8,7 @@ preparation. A probe task on the same loop wakes every millisecond; the
 longest gap it sees beyond that is the longest stall a UI would feel. The
 loop's work in all is the CPU time of the loop's thread meanwhile (worker
 threads excluded; the probe's own wake-ups included). The fsync is timed apart.
-Run: python bench/compaction.py [exchanges ...]
+Run: python bench/compaction.py [exchanges ...] (from a git worktree: PYTHONPATH=.)
 """
 
 from __future__ import annotations

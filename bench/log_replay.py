@@ -7,9 +7,15 @@ assistant replies carrying usage, the odd injection) in a temporary directory,
 then prints:
 
 * replay throughput: `SessionLog.open` + `Surface.from_events`, median of N runs
-  per size, against the DESIGN.md target of >= 200,000 events/s;
+  per size, against the DESIGN.md target of >= 200,000 events/s, beside the
+  floor: reading the file and decoding every line with Trove's own typed
+  decoder and nothing else;
 * resume latency: `engine.runtime.Runtime.open` on a 10,000-event thread inside
   asyncio ("ready" = Runtime.open returned), median of N runs, against <= 1.0 s.
+  This is the engine alone, not a TUI to a ready prompt (see issue 11).
+
+From a git worktree run it with `PYTHONPATH=.`: the editable install points at
+the main checkout, and `python bench/...` puts bench/, not the root, on the path.
 
 Figures are printed, never asserted: this is a benchmark, not a test.
 """
