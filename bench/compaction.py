@@ -7,7 +7,8 @@ checks, the commit, the surface update and the capture with its record
 preparation. A probe task on the same loop wakes every millisecond; the
 longest gap it sees beyond that is the longest stall a UI would feel. The
 loop's work in all is the CPU time of the loop's thread meanwhile (worker
-threads excluded; the probe's own wake-ups included). The fsync is timed apart.
+threads excluded), less the probe's own wake-ups (its wake-ups meanwhile times the
+CPU a wake-up took over an idle 100 ms just before; printed too). The fsync is timed apart.
 Run: python bench/compaction.py [exchanges ...] (from a git worktree: PYTHONPATH=.)
 """
 
@@ -58,6 +59,7 @@ class Probe:
     """Wakes every TICK on the loop; lateness is time the loop spent elsewhere."""
 
     longest: float = 0.0
+    ticks: int = 0
     running: bool = True
 
     async def run(self) -> None:
@@ -67,9 +69,10 @@ class Probe:
             await asyncio.sleep(TICK)
             lag = max(0.0, loop.time() - before - TICK)
             self.longest = max(self.longest, lag)
+            self.ticks += 1
 
 
-async def once(tmp: Path, exchanges: int) -> tuple[float, float, float, float]:
+async def once(tmp: Path, exchanges: int) -> tuple[float, float, float, float, float]:
     log, surface = build(tmp / "session.jsonl", exchanges)
     store = ArchiveStore(tmp / "history.sqlite", TaskContinuityConfig())
     context = ContinuityContext.for_log(log, surface, store, user_id="u", thread_id="t")
@@ -77,6 +80,10 @@ async def once(tmp: Path, exchanges: int) -> tuple[float, float, float, float]:
     probe = Probe()
     ticker = asyncio.create_task(probe.run())
     await asyncio.sleep(TICK * 3)  # the probe is running before the compaction starts
+    idle_ticks, idle_cpu = probe.ticks, time.thread_time()
+    await asyncio.sleep(0.1)  # what a wake-up of the probe alone costs the loop thread
+    per_tick = (time.thread_time() - idle_cpu) / max(1, probe.ticks - idle_ticks)
+    ticks = probe.ticks
     probe.longest = 0.0
     t0 = time.perf_counter()
     cpu0 = time.thread_time()
@@ -88,6 +95,7 @@ async def once(tmp: Path, exchanges: int) -> tuple[float, float, float, float]:
     wall = time.perf_counter() - t0
     cpu = time.thread_time() - cpu0
     probe.running = False
+    ticks_after = probe.ticks
     await ticker
     assert outcome.archive is not None and "batch" in outcome.archive, outcome.archive
     t1 = time.perf_counter()
@@ -95,7 +103,14 @@ async def once(tmp: Path, exchanges: int) -> tuple[float, float, float, float]:
     flush = time.perf_counter() - t1
     store.close()
     log.close()
-    return wall * 1000, probe.longest * 1000, cpu * 1000, flush * 1000
+    probe_cost = per_tick * (ticks_after - ticks)
+    return (
+        wall * 1000,
+        probe.longest * 1000,
+        (cpu - probe_cost) * 1000,
+        flush * 1000,
+        probe_cost * 1000,
+    )
 
 
 async def measure(exchanges: int, rounds: int) -> None:
@@ -103,9 +118,11 @@ async def measure(exchanges: int, rounds: int) -> None:
     stalls: list[float] = []
     lates: list[float] = []
     flushes: list[float] = []
+    probes: list[float] = []
     for _ in range(rounds):
         with tempfile.TemporaryDirectory() as tmp:
-            wall, stall, late, flush = await once(Path(tmp), exchanges)
+            wall, stall, late, flush, probe = await once(Path(tmp), exchanges)
+        probes.append(probe)
         walls.append(wall)
         stalls.append(stall)
         lates.append(late)
@@ -117,6 +134,7 @@ async def measure(exchanges: int, rounds: int) -> None:
         f"{exchanges:>6} exchanges ({4 * exchanges:,} events): "
         f"wall {statistics.median(walls):.1f} ms (capture included); "
         f"UI loop longest stall {stall:.1f} ms, work in all {late:.1f} ms "
+        f"(probe's {statistics.median(probes):.1f} ms excluded) "
         f"(target ≤ {TARGET_MS:.0f} ms) {verdict}; flush {statistics.median(flushes):.1f} ms"
     )
 
