@@ -18,6 +18,7 @@ from engine.continuity.recovery import archive_lost
 from engine.continuity.status import archive_failure, archive_reference
 from engine.continuity.store import ArchiveError, ArchiveStore, capture_offloaded
 from engine.events import CompactArchived, LogEvent
+from engine.log import paused_gc
 from engine.offload import run_drained
 from engine.surface import Entry
 
@@ -51,8 +52,12 @@ def prepare_records(entries: list[Entry], events: list[LogEvent]) -> list[Source
     At 10,000 messages this is hundreds of milliseconds of hashing and text
     extraction, which on the UI loop would freeze the app after every commit.
     It reads only its arguments (snapshots), never the live log or surface.
+    Collection is paused meanwhile: the records it allocates would otherwise
+    set off full collections over the whole thread's objects, run here while
+    holding the GIL, and the loop would stall behind them just the same.
     """
-    return extract_records(surface_inputs(entries, hidden_seqs(events)))
+    with paused_gc():
+        return extract_records(surface_inputs(entries, hidden_seqs(events)))
 
 
 async def _retry_lost(context: ContinuityContext, store: ArchiveStore, *, skip: int) -> None:
