@@ -9,8 +9,8 @@ lower than the checkpoint's.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.events import (
@@ -46,20 +46,40 @@ def tokens_for_chars(chars: int) -> int:
 
 @dataclass(slots=True)
 class Entry:
-    """One message on the surface, with the log seq it came from.
+    """One message on the surface: its log seq, role and price, and the event it came from.
 
-    Treated as immutable; not frozen only because frozen dataclasses are
-    several times slower to build, and replay builds one per message.
+    A lean index: the chat message is built from the event only when a
+    request (or the archive) asks for it, then kept, because replay of a long
+    thread would otherwise build a dict for every past message. Treated as
+    immutable; not frozen only because frozen dataclasses are several times
+    slower to build, and replay builds one per message.
     """
 
     seq: int
     role: str
-    message: Message
+    event: UserMessage | AssistantMessage | ToolResult = field(repr=False)
     tokens: int
     checkpoint: bool = False
     turn: int | None = None
     call_ids: tuple[str, ...] = ()
     result_of: str | None = None
+    _message: Message | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def message(self) -> Message:
+        """The chat message for a request, built on first use."""
+        message = self._message
+        if message is None:
+            message = self._message = _message_of(self.event)
+        return message
+
+
+def _message_of(event: UserMessage | AssistantMessage | ToolResult) -> Message:
+    if isinstance(event, UserMessage):
+        return {"role": "user", "content": event.text}
+    if isinstance(event, ToolResult):
+        return {"role": "tool", "tool_call_id": event.call_id, "content": event.content}
+    return _assistant_message(event)
 
 
 def _assistant_message(event: AssistantMessage) -> Message:
@@ -85,91 +105,112 @@ class Surface:
         self._turn: int | None = None
         self.version = 0
         """Bumped by every change to the entries: whole-surface stability is one compare."""
+        self.reshapes = 0
+        """Bumped by every change other than an append (a checkpoint taking a span's place).
+        Appends leave every earlier entry where it was, so a span that was valid at
+        one `reshapes` is still valid, same entries at the same index, while it holds."""
+        self.tokens = 0
+        """The running total of the entries' token estimates."""
+        self.newest = 0
+        """The highest seq on the surface: whatever arrives later (an append, a checkpoint)
+        has a higher one."""
 
     def _add(self, entry: Entry) -> None:
         self.entries.append(entry)
+        self.tokens += entry.tokens
+        self.newest = entry.seq
         self.version += 1
 
     @classmethod
     def from_events(cls, events: Iterable[LogEvent]) -> Surface:
         surface = cls()
+        handler_of = _HANDLERS.get
         with paused_gc():
             for event in events:
-                surface.apply(event)
+                handler = handler_of(type(event))
+                if handler is not None:
+                    handler(surface, event)
         return surface
 
     def apply(self, event: LogEvent) -> None:
-        if isinstance(event, UserMessage):
-            text = event.text
-            checkpoint = event.checkpoint
-            entry = Entry(
-                seq=event.seq,
-                role="user",
-                message={"role": "user", "content": text},
-                tokens=estimate_tokens(text),
-                checkpoint=checkpoint is not None,
-                turn=self._turn,
-            )
-            if checkpoint is not None:
-                self._place_checkpoint(entry, checkpoint)
-                self.version += 1
-            else:
-                self._add(entry)
-        elif isinstance(event, AssistantMessage):
-            message = _assistant_message(event)
-            size = len(message["content"]) + sum(
-                len(c["function"]["name"]) + len(c["function"]["arguments"])
-                for c in message.get("tool_calls", ())
-            )
-            calls = tuple(call.id for call in event.calls)
-            self._add(
-                Entry(
-                    event.seq,
-                    "assistant",
-                    message,
-                    tokens_for_chars(size),
-                    turn=self._turn,
-                    call_ids=calls,
-                )
-            )
-        elif isinstance(event, ToolResult):
-            content = event.content
-            message = {"role": "tool", "tool_call_id": event.call_id, "content": content}
-            self._add(
-                Entry(
-                    event.seq,
-                    "tool",
-                    message,
-                    estimate_tokens(content),
-                    turn=self._turn,
-                    result_of=event.call_id,
-                )
-            )
-        elif isinstance(event, TurnStart):
-            self._turn = event.turn
-        elif isinstance(event, TurnEnd | EndSeed):
-            self._turn = None
-        elif isinstance(event, CompactSummary):
-            self._replacements[event.seq] = list(event.replaced or ())
+        handler = _HANDLERS.get(type(event))
+        if handler is not None:
+            handler(self, event)
+
+    def _user(self, event: UserMessage) -> None:
+        checkpoint = event.checkpoint
+        entry = Entry(
+            event.seq,
+            "user",
+            event,
+            tokens_for_chars(len(event.text)),
+            checkpoint is not None,
+            self._turn,
+        )
+        if checkpoint is not None:
+            self._place_checkpoint(entry, checkpoint)
+        else:
+            self._add(entry)
+
+    def _assistant(self, event: AssistantMessage) -> None:
+        size = len(event.content or "")
+        entry = Entry(event.seq, "assistant", event, 0, False, self._turn)
+        if event.tool_calls:
+            entry.call_ids = tuple(call.id for call in event.tool_calls)
+            size += sum(len(c.name) + len(c.arguments or "{}") for c in event.tool_calls)
+        entry.tokens = tokens_for_chars(size)
+        self._add(entry)
+
+    def _tool(self, event: ToolResult) -> None:
+        entry = Entry(
+            event.seq, "tool", event, tokens_for_chars(len(event.content)), False, self._turn
+        )
+        entry.result_of = event.call_id
+        self._add(entry)
+
+    def _turn_start(self, event: TurnStart) -> None:
+        self._turn = event.turn
+
+    def _turn_end(self, event: TurnEnd | EndSeed) -> None:
+        self._turn = None
+
+    def _summary(self, event: CompactSummary) -> None:
+        self._replacements[event.seq] = list(event.replaced or ())
 
     def _place_checkpoint(self, entry: Entry, checkpoint: Checkpoint) -> None:
-        replaced = set(self._replacements.pop(checkpoint.summary or 0, ()))
-        position = None
-        kept: list[Entry] = []
-        for current in self.entries:
-            if current.seq in replaced:
-                if position is None:
-                    position = len(kept)
-                continue
-            kept.append(current)
-        if position is None:
-            position = len(kept)
-        kept.insert(position, entry)
-        self.entries = kept
+        replaced = self._replacements.pop(checkpoint.summary or 0, None) or []
+        entries = self.entries
+        index = self._find(replaced)
+        if index is not None:
+            # The usual case: the span is still one contiguous run in surface order.
+            removed = entries[index : index + len(replaced)]
+            entries[index : index + len(replaced)] = [entry]
+        else:
+            wanted = set(replaced)
+            removed = [current for current in entries if current.seq in wanted]
+            kept = [current for current in entries if current.seq not in wanted]
+            position = next(
+                (i for i, current in enumerate(entries) if current.seq in wanted), len(entries)
+            )
+            kept.insert(position, entry)  # nothing replaced stands before `position`
+            self.entries = kept
+        self.tokens += entry.tokens - sum([e.tokens for e in removed])
+        self.newest = entry.seq
+        self.version += 1
+        self.reshapes += 1
 
-    @property
-    def tokens(self) -> int:
-        return sum(entry.tokens for entry in self.entries)
+    def _find(self, replaced: list[int]) -> int | None:
+        """Where the replaced seqs stand as one run, in order (None: they do not)."""
+        if not replaced:
+            return None
+        first = replaced[0]
+        entries = self.entries
+        index = next((i for i, e in enumerate(entries) if e.seq == first), None)
+        if index is None or len(entries) - index < len(replaced):
+            return None
+        if [e.seq for e in entries[index : index + len(replaced)]] != replaced:
+            return None
+        return index
 
     def messages(self) -> list[Message]:
         """The chat messages to send, every tool call followed by its result.
@@ -191,3 +232,15 @@ class Surface:
                     or {"role": "tool", "tool_call_id": call_id, "content": INTERRUPTED_RESULT}
                 )
         return out
+
+
+# One lookup per event instead of a chain of isinstance checks: replay runs this 100k times.
+_HANDLERS: dict[type, Callable[[Surface, Any], None]] = {
+    UserMessage: Surface._user,
+    AssistantMessage: Surface._assistant,
+    ToolResult: Surface._tool,
+    TurnStart: Surface._turn_start,
+    TurnEnd: Surface._turn_end,
+    EndSeed: Surface._turn_end,
+    CompactSummary: Surface._summary,
+}

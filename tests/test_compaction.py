@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +12,14 @@ import orjson
 import pytest
 
 from engine import events as ev
-from engine.compaction import CompactionError, InvalidRangeError
-from engine.config import parse_config
+from engine.compaction import CompactionError, InvalidRangeError, Region, run_region
+from engine.compaction.selection import select_range, span_problem
+from engine.config import TaskContinuityConfig, parse_config
+from engine.continuity import capture as capture_module
+from engine.continuity.context import ContinuityContext
+from engine.continuity.store import ArchiveStore
 from engine.log import SessionLog, read_events
+from engine.model import Completion
 from engine.runtime import Runtime
 from engine.session import Thread
 from engine.surface import Surface
@@ -275,7 +281,8 @@ async def test_automatic_compaction_keeps_the_question_being_answered(tmp_path, 
     events = rt.thread.log.events
     start = of_kind(events, ev.CompactStart)[-1]
     three = next(e for e in events if isinstance(e, ev.UserMessage) and e.text == "three")
-    assert three.seq not in start.seqs and not start.open_turn
+    replaced = of_kind(events, ev.CompactSummary)[-1].replaced or []
+    assert three.seq not in replaced and not start.open_turn
     summary_request = server.requests[-2]["messages"]
     assert "three" not in str(summary_request)
     retried = chat_messages(server.requests[-1])
@@ -646,3 +653,64 @@ async def test_a_listener_that_raises_never_reaches_the_turn_or_the_compaction(t
     assert rt.thread.log.tail.open_compact is None
     assert seen.count("reported") == len(events) and ev.TurnEnd in seen
     await rt.aclose()
+
+
+def _chatted_log(path: Path, exchanges: int) -> tuple[SessionLog, Surface]:
+    log = SessionLog.open(path)
+    surface = Surface.from_events(log.events)
+    log.projections.append(surface.apply)
+    for n in range(exchanges):
+        log.append(ev.UserMessage(text=f"question {n}"))
+        log.append(ev.AssistantMessage(content=f"answer {n}"))
+    return log, surface
+
+
+def test_a_checked_span_survives_appends_and_is_rechecked_after_a_reshape(tmp_path):
+    """Stability in constant time: appends never move a checked run; a checkpoint
+    taking any span's place (a reshape) sends the span back to the full check."""
+    log, surface = _chatted_log(tmp_path / "session.jsonl", 4)
+    span = select_range(surface, keep_recent_tokens=0)
+    assert span is not None and span.reshapes == surface.reshapes == 0
+    assert (span.first, span.last, span.count) == (1, 8, 8)
+    log.append(ev.UserMessage(text="appended while the summary is written"))
+    assert span_problem(surface, span) is None
+    assert [e.seq for e in span.entries(surface)] == list(range(1, 9))
+    summary = log.append(ev.CompactSummary(replaced=[3], summary="x"))
+    log.append(ev.UserMessage(text="rogue", checkpoint=ev.Checkpoint(summary=summary.seq)))
+    assert surface.reshapes == 1
+    assert span_problem(surface, span) == "a selected message is no longer on the surface"
+    log.close()
+
+
+async def test_capture_prepares_its_records_off_the_loop(tmp_path, monkeypatch):
+    """The archive records (extraction, hashing) are prepared in a worker thread from
+    snapshots; the loop only takes the snapshots and awaits."""
+    log, surface = _chatted_log(tmp_path / "session.jsonl", 3)
+    store = ArchiveStore(tmp_path / "history.sqlite", TaskContinuityConfig())
+    context = ContinuityContext.for_log(log, surface, store, user_id="u", thread_id="t")
+    threads: list[threading.Thread] = []
+    real = capture_module.prepare_records
+
+    def prepare(entries: list[Any], events: list[Any]) -> Any:
+        threads.append(threading.current_thread())
+        return real(entries, events)
+
+    monkeypatch.setattr(capture_module, "prepare_records", prepare, raising=True)
+    span = select_range(surface, keep_recent_tokens=0)
+    assert span is not None
+
+    async def summarize(entries: list[Any]) -> Any:
+        return Completion(content="summary", tool_calls=[], usage=None, finish_reason="stop")
+
+    outcome = await run_region(
+        log,
+        surface,
+        span,
+        Region(None, "span", False),
+        summarize=summarize,
+        capture=capture_module.capture_hook(context),
+    )
+    assert outcome.archive is not None and "batch" in outcome.archive
+    assert threads and threads[0] is not threading.main_thread()
+    store.close()
+    log.close()

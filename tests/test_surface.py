@@ -272,3 +272,27 @@ def test_token_estimates_add_up() -> None:
     after = log.surface()
     assert after.tokens == before - sum(tokens[:3]) + estimate_tokens(checkpoint_text)
     assert after.tokens == sum(entry.tokens for entry in after.entries)
+
+
+def test_running_token_total_and_lazy_messages_match_a_full_rebuild() -> None:
+    """The lean index: tokens kept as a running total through appends and checkpoints
+    (contiguous or scattered spans), and messages built only when asked, equal to
+    what the entries' events say."""
+    log = Events()
+    for n in range(6):
+        log.user(f"question {n} " * (n + 1))
+        log.assistant(f"answer {n} " * (n + 2), calls=[(f"c{n}", "echo", f'{{"n": {n}}}')])
+        log.result(f"c{n}", f"result {n}")
+    surface = log.surface()
+    assert surface.tokens == sum(e.tokens for e in surface.entries)
+    assert not any(entry._message is not None for entry in surface.entries)  # none built yet
+    log.compact([1, 2, 3, 4, 5, 6], "first six")  # one contiguous run: replaced as a slice
+    log.compact([10, 11, 12, 16], "scattered")  # not one run: the careful path
+    surface = log.surface()
+    assert surface.tokens == sum(e.tokens for e in surface.entries)
+    assert _seqs(surface) == [20, 7, 8, 9, 22, 13, 14, 15, 17, 18]
+    assert surface.reshapes == 2
+    messages = surface.messages()
+    assert messages[1] == {"role": "user", "content": "question 2 " * 3}
+    assert messages[2]["tool_calls"][0]["function"] == {"name": "echo", "arguments": '{"n": 2}'}
+    assert messages[3] == {"role": "tool", "tool_call_id": "c2", "content": "result 2"}

@@ -16,18 +16,27 @@ from engine.surface import Entry, Surface
 
 @dataclass(frozen=True)
 class Span:
-    """Selected entries, in surface order, with their price when selected."""
+    """A run of surface entries: its first and last seq, how many, and their price.
 
-    seqs: tuple[int, ...]
+    `index` is where the run stood and `reshapes` the surface's reshape count
+    when it was found to be one balanced run (None: not checked). The surface
+    only appends between reshapes, so while `reshapes` holds the run is still
+    there, same entries at the same index: stability is one compare. `newest`
+    is the surface's highest seq when the span was taken: an entry in the run
+    with a higher one took the place of something selected.
+    """
+
+    first: int
+    last: int
+    count: int
     tokens: int
+    index: int
+    newest: int
+    reshapes: int | None = None
 
-    @property
-    def first(self) -> int:
-        return self.seqs[0]
-
-    @property
-    def last(self) -> int:
-        return self.seqs[-1]
+    def entries(self, surface: Surface) -> list[Entry]:
+        """The span's entries, in surface order (call once it is known to be stable)."""
+        return surface.entries[self.index : self.index + self.count]
 
 
 def _balanced(entries: Sequence[Entry]) -> bool:
@@ -36,13 +45,38 @@ def _balanced(entries: Sequence[Entry]) -> bool:
     return calls == results
 
 
-def span_of(entries: Sequence[Entry]) -> Span:
-    return Span(tuple(e.seq for e in entries), sum(e.tokens for e in entries))
+def _balanced_cuts(entries: Sequence[Entry], cut: int) -> int:
+    """The longest prefix up to `cut` that pairs every call with its result, in one pass.
+
+    `open` counts the ids seen on one side only (a call without its result, or
+    a result without its call); a prefix is balanced where it is zero.
+    """
+    calls: set[str] = set()
+    results: set[str] = set()
+    open_ids = 0
+    best = 0
+    for i in range(cut):
+        entry = entries[i]
+        if not (entry.call_ids or entry.result_of):
+            if open_ids == 0:
+                best = i + 1
+            continue
+        for call in entry.call_ids:
+            if call not in calls:
+                calls.add(call)
+                open_ids += -1 if call in results else 1
+        result = entry.result_of
+        if result and result not in results:
+            results.add(result)
+            open_ids += -1 if result in calls else 1
+        if open_ids == 0:
+            best = i + 1
+    return best
 
 
-def _useful(entries: Sequence[Entry]) -> bool:
+def _useful(entries: Sequence[Entry], cut: int) -> bool:
     """Worth a model call: more than one entry, or one that is not already a summary."""
-    return len(entries) > 1 or (len(entries) == 1 and not entries[0].checkpoint)
+    return cut > 1 or (cut == 1 and not entries[0].checkpoint)
 
 
 def open_turn_start(surface: Surface, turn: int) -> int | None:
@@ -68,48 +102,75 @@ def select_range(
     the entries ahead of that index (automatic compaction passes the open
     turn's prompt, which the request is answering). None means nothing useful.
     """
-    entries = surface.entries if before is None else surface.entries[:before]
+    entries = surface.entries
+    end = len(entries) if before is None else min(before, len(entries))
     kept = 0
-    cut = len(entries)
+    cut = end
     while cut > 0 and kept + entries[cut - 1].tokens <= keep_recent_tokens:
         kept += entries[cut - 1].tokens
         cut -= 1
     if cut == 0:
         last_user = max(
-            (i for i, e in enumerate(entries) if e.role == "user" and not e.checkpoint),
+            (i for i in range(end) if entries[i].role == "user" and not entries[i].checkpoint),
             default=0,
         )
         cut = last_user
     # Move the cut back until the prefix pairs every call with its result.
-    while cut > 0 and not _balanced(entries[:cut]):
-        cut -= 1
-    chosen = entries[:cut]
-    return span_of(chosen) if _useful(chosen) else None
+    cut = _balanced_cuts(entries, cut)
+    if not _useful(entries, cut):
+        return None
+    # The running total less what stays: a pass over the recent part only.
+    tokens = surface.tokens - sum(e.tokens for e in entries[cut:])
+    return Span(
+        entries[0].seq, entries[cut - 1].seq, cut, tokens, 0, surface.newest, surface.reshapes
+    )
 
 
 def range_span(surface: Surface, first_seq: int, last_seq: int) -> Span | None:
-    """An explicit seq range, as the entries of the surface that fall in it."""
-    chosen = [e for e in surface.entries if first_seq <= e.seq <= last_seq]
-    if not chosen:
+    """An explicit seq range, as the entries of the surface that fall in it.
+
+    Not checked here: the transaction says why it cannot be compacted, if so.
+    """
+    found = [(i, e) for i, e in enumerate(surface.entries) if first_seq <= e.seq <= last_seq]
+    if not found:
         return None
-    return span_of(chosen)
+    first, last = found[0][1].seq, found[-1][1].seq
+    tokens = sum(e.tokens for _, e in found)
+    return Span(first, last, len(found), tokens, found[0][0], surface.newest)
 
 
 def span_problem(surface: Surface, span: Span) -> str | None:
     """Why a span cannot be compacted now (None: it can).
 
     Present, contiguous and in order on the surface, equally priced, and
-    balanced: the checks selected-span stability is made of.
+    balanced: the checks selected-span stability is made of. A span checked
+    at the surface's current reshape count needs none of them again.
     """
-    positions = {entry.seq: i for i, entry in enumerate(surface.entries)}
-    if any(seq not in positions for seq in span.seqs):
+    if span.reshapes is not None and span.reshapes == surface.reshapes:
+        return None
+    entries = surface.entries
+    index = next((i for i, e in enumerate(entries) if e.seq == span.first), None)
+    if index is None or all(e.seq != span.last for e in entries[index:]):
         return "a selected message is no longer on the surface"
-    indexes = [positions[seq] for seq in span.seqs]
-    if indexes != list(range(indexes[0], indexes[0] + len(indexes))):
+    run = entries[index : index + span.count]
+    if any(e.seq > span.newest for e in run):
+        return "a selected message is no longer on the surface"  # a checkpoint took its place
+    # Seqs are unique: a run of `count` from the first ends at the last only if
+    # nothing was removed from it or slipped into it.
+    if len(run) != span.count or run[-1].seq != span.last:
         return "the selected messages are no longer contiguous and in order"
-    entries = surface.entries[indexes[0] : indexes[-1] + 1]
-    if sum(e.tokens for e in entries) != span.tokens:
+    if sum(e.tokens for e in run) != span.tokens:
         return "the selected messages changed size"
-    if not _balanced(entries):
+    if not _balanced(run):
         return "the selection would split a tool call from its result"
     return None
+
+
+def checked(surface: Surface, span: Span) -> Span:
+    """The span as found valid on the surface now: its index and the reshape count."""
+    if span.reshapes == surface.reshapes:
+        return span
+    index = next(i for i, e in enumerate(surface.entries) if e.seq == span.first)
+    return Span(
+        span.first, span.last, span.count, span.tokens, index, span.newest, surface.reshapes
+    )

@@ -24,7 +24,7 @@ from msgspec import UNSET
 
 from engine.compaction.errors import CompactionCancelled, CompactionError, busy, not_started
 from engine.compaction.prompt import checkpoint_text, clean_summary
-from engine.compaction.selection import Span, span_problem
+from engine.compaction.selection import Span, checked, span_problem
 from engine.events import Checkpoint, CompactEnd, CompactStart, CompactSummary, UserMessage
 from engine.log import LogWriteError, SessionLog
 from engine.offload import run_drained
@@ -84,6 +84,7 @@ async def run_region(
     problem = span_problem(surface, span)
     if problem is not None:
         raise InvalidRangeError(problem)
+    span = checked(surface, span)
     # 2. A start with no end after the newest end-seed is a live lock.
     held = log.tail.open_compact
     if held is not None:
@@ -93,8 +94,7 @@ async def run_region(
         start = log.append(
             CompactStart(
                 turn=region.owner,
-                range={"first": span.first, "last": span.last},
-                seqs=list(span.seqs),
+                range={"first": span.first, "last": span.last, "count": span.count},
                 tokens=span.tokens,
                 stability=region.stability,
                 open_turn=region.open_turn,
@@ -102,8 +102,7 @@ async def run_region(
         )
     except LogWriteError as exc:
         raise not_started(exc.reason) from exc
-    wanted = set(span.seqs)
-    entries = [entry for entry in surface.entries if entry.seq in wanted]
+    entries = span.entries(surface)
     version = surface.version
     error: CompactionError | None = None
     cancelled: asyncio.CancelledError | None = None
@@ -179,7 +178,7 @@ async def run_region(
             checkpoint=checkpoint.seq,
             replaced=len(entries),
             tokens_before=span.tokens,
-            tokens_after=_tokens_of(surface, checkpoint),
+            tokens_after=_tokens_of(surface, checkpoint, span.index),
             archive=archive,
         )
     if cancelled is not None:
@@ -210,8 +209,8 @@ def _commit(
                 raw=completion.content,
                 usage=completion.usage,
                 model=completion.model,
-                span={"first": span.first, "last": span.last},
-                replaced=list(span.seqs),
+                span={"first": span.first, "last": span.last, "count": span.count},
+                replaced=[entry.seq for entry in entries],
                 tokens=span.tokens,
             )
         )
@@ -251,5 +250,8 @@ def _reason(exc: BaseException) -> str:
     return str(exc.args[0]) if exc.args else "cancelled"
 
 
-def _tokens_of(surface: Surface, event: UserMessage) -> int:
-    return next((e.tokens for e in surface.entries if e.seq == event.seq), 0)
+def _tokens_of(surface: Surface, event: UserMessage, index: int) -> int:
+    entries = surface.entries
+    if index < len(entries) and entries[index].seq == event.seq:
+        return entries[index].tokens  # where the span stood: the usual case, no search
+    return next((e.tokens for e in entries if e.seq == event.seq), 0)

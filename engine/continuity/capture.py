@@ -13,10 +13,12 @@ from typing import Any
 
 from engine.continuity.context import ContinuityContext
 from engine.continuity.extract import extract_records, hidden_seqs, surface_inputs
+from engine.continuity.records import Source
 from engine.continuity.recovery import archive_lost
 from engine.continuity.status import archive_failure, archive_reference
 from engine.continuity.store import ArchiveError, ArchiveStore, capture_offloaded
-from engine.events import CompactArchived
+from engine.events import CompactArchived, LogEvent
+from engine.log import paused_gc
 from engine.offload import run_drained
 from engine.surface import Entry
 
@@ -31,7 +33,8 @@ def capture_hook(context: ContinuityContext) -> Capture:
         if store is None:
             return archive_failure(context.scope, "task continuity has no archive")
         try:
-            records = extract_records(surface_inputs(entries, hidden_seqs(context.events())))
+            # A snapshot on the loop (two list copies); the preparation in a worker.
+            records = await run_drained(prepare_records, list(entries), list(context.events()))
             result = await capture_offloaded(store, batch_key, records)
         except (ArchiveError, OSError) as exc:
             return archive_failure(context.scope, str(exc))
@@ -41,6 +44,20 @@ def capture_hook(context: ContinuityContext) -> Capture:
         return archive_reference(result, context.scope)
 
     return capture
+
+
+def prepare_records(entries: list[Entry], events: list[LogEvent]) -> list[Source]:
+    """The archive records for the replaced entries: blocking work for a worker thread.
+
+    At 10,000 messages this is hundreds of milliseconds of hashing and text
+    extraction, which on the UI loop would freeze the app after every commit.
+    It reads only its arguments (snapshots), never the live log or surface.
+    Collection is paused meanwhile: the records it allocates would otherwise
+    set off full collections over the whole thread's objects, run here while
+    holding the GIL, and the loop would stall behind them just the same.
+    """
+    with paused_gc():
+        return extract_records(surface_inputs(entries, hidden_seqs(events)))
 
 
 async def _retry_lost(context: ContinuityContext, store: ArchiveStore, *, skip: int) -> None:

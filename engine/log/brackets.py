@@ -6,6 +6,7 @@ here, from replay, not from process memory.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from engine.events import CompactEnd, CompactStart, EndSeed, LogEvent, TurnEnd, TurnStart
@@ -26,6 +27,13 @@ class TailState:
     stale_compacts: list[CompactStart] = field(default_factory=list)
     last_turn: int = 0
 
+    def replay(self, events: Iterable[LogEvent]) -> None:
+        """Every event of a loaded log; only brackets reach `apply` (most events are not)."""
+        apply = self.apply
+        for event in events:
+            if type(event) in _BRACKETS:
+                apply(event)
+
     def apply(self, event: LogEvent) -> None:
         if isinstance(event, TurnStart):
             self.open_turn = event
@@ -45,3 +53,6 @@ class TailState:
             self.open_compact = None
             self.open_turn = None
             self.end_seed = event
+
+
+_BRACKETS = frozenset({TurnStart, TurnEnd, CompactStart, CompactEnd, EndSeed})

