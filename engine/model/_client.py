@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import importlib
 import os
 import threading
@@ -92,7 +91,6 @@ class ModelClient:
         # A worker thread keeps the ~1 s import, the TLS context (CA bundle) and
         # the SDK's lazily imported resource modules from freezing the UI loop.
         mod, client = await asyncio.to_thread(self._build)
-        _freeze_long_lived()
         if self._client is not None:  # another caller finished first
             return
         self._openai = mod
@@ -230,25 +228,6 @@ class ModelClient:
         client, self._client = self._client, None
         if client is not None:
             await client.close()
-
-
-_FROZEN = False
-
-
-def _freeze_long_lived() -> None:
-    """Take what exists once the SDK is imported out of the cyclic collector's sight.
-
-    Modules, classes and the SDK's schemas live as long as the process, yet
-    every full collection walks them all: 250-330 ms pauses of the UI loop
-    while a reply streams (its widgets and strips trigger those collections).
-    Frozen once, a full collection walks only what was made since. Any cyclic
-    garbage that exists at this moment is kept for good: a one-off, bounded
-    cost against pauses on every long reply.
-    """
-    global _FROZEN
-    if not _FROZEN:
-        _FROZEN = True
-        gc.freeze()
 
 
 async def _drain(reads: Any) -> None:
