@@ -32,6 +32,14 @@ def verdict(line: str) -> str:
     return "?"
 
 
+def _env() -> dict[str, str]:
+    """This checkout first on the import path, whatever copy of Trove is installed."""
+    env = dict(os.environ)
+    root = str(BENCH.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
 def run(name: str) -> list[str]:
     """Run one benchmark, echoing its output; the lines that state a target."""
     print(f"\n=== bench/{name}.py", flush=True)
@@ -42,6 +50,7 @@ def run(name: str) -> list[str]:
         stderr=subprocess.STDOUT,
         text=True,
         cwd=BENCH.parent,
+        env=_env(),
     )
     assert process.stdout is not None
     judged: list[str] = []
