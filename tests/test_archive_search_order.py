@@ -108,6 +108,7 @@ def test_a_batch_with_many_matches_ranks_the_strongest_of_its_newest(tmp_path: P
         ("前文 5 \u212aelvin 蓝", "kelvin", "\u212aelvin"),  # the Kelvin sign folds to k
         ("Ünïcödé Wörd 蓝", "wörd", "Wörd"),
         ("plain ascii Text here", "text", "Text"),
+        ("what蓝 then What? Then", "what? then", "What? Then"),  # no '?' stands for 蓝
     ],
 )
 def test_excerpt_positions_in_non_ascii_text(text: str, query: str, expected: str) -> None:

@@ -162,14 +162,15 @@ def _find_unfolded(text: str, needles: list[str]) -> tuple[int, int] | None:
     A needle with no cased characters (CJK, digits) is found in the text as
     is. An ASCII needle is found in an ASCII view of the text (every other
     character replaced by one `?`, so positions are unchanged), lowercased
-    in C. Any other needle, or none found (a match may need a special fold
-    such as ß -> ss), leaves the decision to the folded text.
+    in C; a needle holding `?` itself is not. Any other needle, or none
+    found (a match may need a special fold such as ß -> ss), leaves the
+    decision to the folded text.
     """
     ascii_view: bytes | None = None
     for needle in needles:
         if needle.upper() == needle:
             at = text.find(needle)
-        elif needle.isascii():
+        elif needle.isascii() and "?" not in needle:
             if ascii_view is None:
                 ascii_view = text.encode("ascii", "replace").lower()
             at = ascii_view.find(needle.encode("ascii"))

@@ -8,7 +8,9 @@ store.py). A search runs in one read transaction and, per tier:
    batch, without ranking. The first probe covers the newest two batches,
    the next six, the last all the rest: a common word is settled by the
    newest batch, so it never pays the 10-20 microseconds a table that
-   probing all 32 tables costs; a rare one pays it once, in three statements;
+   probing all 32 tables costs. Past the newest two, a query of several
+   terms first asks every table for one term only, and probes just the
+   tables that can hold a match (see `_chunks`);
 2. newest batch first, the batches a probe found: a batch with more
    matches than places left is ranked by FTS5 (`ORDER BY rank`, bm25) over
    its newest `RANK_WINDOW` matches (all of them with a role filter); a
