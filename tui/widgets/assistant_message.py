@@ -18,6 +18,7 @@ back until it is whole, then dropped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 from rich.markdown import Markdown as RichMarkdown
@@ -34,6 +35,8 @@ A frame that took longer to reach the screen is followed by an idle gap as
 long as it took, so drawing never holds the UI loop more than half the time
 and keystrokes get the rest.
 """
+FRAME_WAIT = 1.0
+"""Seconds the end waits, at most, for the frame showing the whole streamed text."""
 FREEZE_CHARS = 500
 """Finished text frozen into a part at once: fewer parts, against a longer tail per frame."""
 
@@ -164,14 +167,17 @@ class AssistantMessage(PastReply):
             self._frame = self.set_timer(max(FRAME, cost), self._draw, name="reply frame")
 
     async def _next_frame(self) -> None:
+        """Until the screen has drawn what is shown now (the app's queue: this widget may
+        be removed meanwhile, which would drop its own callbacks), at most `FRAME_WAIT`."""
         done = asyncio.get_running_loop().create_future()
 
         def drawn() -> None:
             if not done.done():
                 done.set_result(None)
 
-        if self.call_after_refresh(drawn):
-            await done
+        if self.app.call_after_refresh(drawn):
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done, FRAME_WAIT)
 
     async def finish(
         self, text: str, *, cancelled: bool = False, interrupted: bool = False
