@@ -37,6 +37,8 @@ server that runs in its own process (real sockets, real SSE, the real
 
 Set TROVE_BENCH_TRACE_STALLS=MS to also print the loop thread's stacks
 sampled while the event loop was stalled for more than MS (keys, stream).
+Set TROVE_BENCH_PROFILE=PATH to run each Trove child under cProfile and dump
+its stats to PATH.<scenario>.<pid> (the figures are then slower than real).
 The machine's load average is printed: other work on it skews the figures.
 
 Figures are printed, never asserted: this is a benchmark, not a test.
@@ -85,7 +87,6 @@ STREAM_WORDS = 4000
 STREAM_RATES = (2000.0, 10000.0)
 TARGET_STREAM_LAG_MS_BY_RATE = {2000.0: 100.0, 10000.0: 250.0}
 TYPIST_EVERY = 0.02
-WORDS_PER_PARAGRAPH = 40  # tests.scripted_server.words: a blank line every 40 words
 USER_ID = "local"
 
 TARGET_LAUNCH_RATIO = 1.1
@@ -399,16 +400,8 @@ class _Typist:
         return echo, frame
 
 
-def _final_paragraph() -> str:
-    from tests.scripted_server import words
-
-    return words(WORDS_PER_PARAGRAPH).content.strip()
-
-
 async def _scenario_stream(pilot: Pilot[Any], trove: bool, args: argparse.Namespace) -> None:
     import asyncio
-
-    from textual.widgets._markdown import MarkdownBlock
 
     from tests.scripted_server import words
     from tui.widgets.assistant_message import AssistantMessage
@@ -420,8 +413,6 @@ async def _scenario_stream(pilot: Pilot[Any], trove: bool, args: argparse.Namesp
     transcript = app.query_one(Transcript)
     prompt = app.query_one(PromptInput)
     expected = words(STREAM_WORDS).content
-    paragraph = _final_paragraph()
-    paragraphs = STREAM_WORDS // WORDS_PER_PARAGRAPH
     for run in range(args.stream_runs + 1):
         typing = run == args.stream_runs  # the last run also types while it streams
         replies = len(transcript.query(AssistantMessage))
@@ -441,19 +432,11 @@ async def _scenario_stream(pilot: Pilot[Any], trove: bool, args: argparse.Namesp
         first = time.perf_counter()
         message = transcript.query(AssistantMessage).last()
 
-        def blocks(message: Any = message) -> list[Any]:
-            return [c for c in message.children if isinstance(c, MarkdownBlock)]
-
         def whole_reply_shown(message: Any = message) -> bool:
-            found = blocks()
-            return (
-                message.source == expected
-                and len(found) == paragraphs
-                and found[-1]._content.plain.strip() == paragraph
-            )
+            return bool(message.drawn == expected)
 
         await _until(whole_reply_shown, 60)
-        await blocks()[-1].wait_for_refresh()
+        await message.wait_for_refresh()
         frame = time.perf_counter()
         stall = watch.stop()
         stop.set()
@@ -590,7 +573,16 @@ def child_main(args: argparse.Namespace, rest: Sequence[str]) -> int:
         if trove:
             from tui.cli import main
 
-            return main(list(rest))
+            profile_to = os.environ.get("TROVE_BENCH_PROFILE")
+            if not profile_to:
+                return main(list(rest))
+            import cProfile
+
+            with cProfile.Profile() as profile:
+                try:
+                    return main(list(rest))
+                finally:
+                    profile.dump_stats(f"{profile_to}.{args.child}.{os.getpid()}")
         code, _ = baseline_source()
         exec(compile(code, "baseline_app.py", "exec"), {"__name__": "__main__"})
         return 0

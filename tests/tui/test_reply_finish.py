@@ -2,9 +2,8 @@
 
 Found by running the TUI suite 20 times: once in 14 runs the narrow-terminal
 snapshot showed a reply without its last word. Two ways to lose the tail:
-the reply can end in the same tick as its last delta (the stream pump is
-cancelled before it ever ran, so nothing was rendered), and a MarkdownStream
-stopped mid-append can apply a stale append after its final one. Every
+the reply can end in the same tick as its last delta (before any frame drew
+it), and a frame still being drawn can land after the final text. Every
 interleaving is reached here by yielding 0-9 times between deltas and before
 the end, so the test waits on nothing but the event loop's own order.
 """
@@ -14,16 +13,18 @@ from __future__ import annotations
 import asyncio
 
 from textual.app import App
-from textual.widgets.markdown import MarkdownBlock
+from textual.geometry import Region
 
-from tui.widgets.assistant_message import AssistantMessage
+from tui.widgets.assistant_message import FREEZE_CHARS, AssistantMessage
 
 TEXT = "A reply that has to wrap on a narrow terminal, word by word."
 
 
 def shown(message: AssistantMessage) -> str:
-    """The text the widget's blocks would draw."""
-    return " ".join(str(block._content.plain) for block in message.query(MarkdownBlock)).strip()
+    """The words the finished widget draws on screen (it wraps them), one space apart."""
+    width, height = message.size
+    lines = message.render_lines(Region(0, 0, width, height))
+    return " ".join(" ".join(line.text for line in lines).split())
 
 
 async def test_the_whole_reply_is_shown_however_the_end_interleaves_with_the_stream():
@@ -49,8 +50,8 @@ async def test_the_whole_reply_is_shown_however_the_end_interleaves_with_the_str
     assert wrong == []
 
 
-async def test_a_reply_drawn_by_frames_ends_whole_and_is_not_rendered_anew():
-    """Frames draw the stream as it goes; the end appends only what no frame drew."""
+async def test_a_reply_drawn_by_frames_ends_whole_as_one_widget():
+    """Frames draw the stream in parts as it goes; the finished reply is one widget."""
     app: App[None] = App()
     async with app.run_test() as pilot:
         message = AssistantMessage()
@@ -58,11 +59,37 @@ async def test_a_reply_drawn_by_frames_ends_whole_and_is_not_rendered_anew():
         words = TEXT.split(" ")
         half = len(words) // 2
         message.write(" ".join(words[:half]) + " ")
-        while not message.source:  # a frame drew the first half
+        while not message.children:  # a frame drew the first half
             await pilot.pause()
-        first_block = message.query(MarkdownBlock).first()
+        assert message.drawn == " ".join(words[:half]) + " "
         message.write(" ".join(words[half:]))
         await message.finish(TEXT)
         await pilot.pause()
-        assert shown(message) == TEXT
-        assert message.query(MarkdownBlock).first() is first_block
+        assert not message.children
+        assert message.drawn == TEXT and shown(message) == TEXT
+
+
+async def test_finished_blocks_are_frozen_and_only_the_open_tail_is_drawn_again():
+    """A long reply streams into a few parts, not a widget per block, and ends as one."""
+    paragraphs = [f"paragraph {i} " + "word " * 40 for i in range(60)]
+    text = "\n\n".join(p.strip() for p in paragraphs)
+    app: App[None] = App()
+    async with app.run_test() as pilot:
+        message = AssistantMessage()
+        await app.mount(message)
+        frozen_seen: list[int] = []
+        for at in range(0, len(text), 200):  # a delta per frame, or about
+            message.write(text[at : at + 200])
+            await pilot.pause()
+            frozen_seen.append(len(message.children) - 1)
+        while message.drawn != text:
+            await pilot.pause()
+        tail = message.children[-1]
+        blocks = len(paragraphs)
+        assert 1 < max(frozen_seen) <= len(text) // FREEZE_CHARS < blocks
+        longest_block = max(len(p) for p in paragraphs)
+        assert len(tail.source) < FREEZE_CHARS + longest_block  # type: ignore[attr-defined]
+        assert text.endswith(tail.source)  # type: ignore[attr-defined]
+        await message.finish(text)
+        await pilot.pause()
+        assert not message.children and message.text == text

@@ -1,0 +1,46 @@
+"""A reply streamed live ends as one widget showing the log's text, as a resumed one does."""
+
+from __future__ import annotations
+
+from textual.geometry import Region
+from textual.widget import Widget
+
+from engine import events as ev
+from engine.safe_text import safe_text
+from tests import scripted_server as s
+from tests.support import of_kind
+from tests.tui.conftest import say, settle
+from tui.widgets.assistant_message import AssistantMessage
+from tui.widgets.chat_message import PastReply
+
+REPLY = (
+    "Paris is the capital of **France**.\n\n"
+    "- it has about 2.1 million inhabitants\n- it lies on the Seine\n\n"
+    "```\ncode stays as it is\n```\n\nThe end, with a \x1b[31mred\x1b[0m escape."
+)
+
+
+def drawn(widget: Widget) -> list[str]:
+    width, height = widget.size
+    return [line.text for line in widget.render_lines(Region(0, 0, width, height))]
+
+
+async def test_a_finished_reply_is_one_widget_drawn_like_a_resumed_one(app_factory, server):
+    server.script(s.text(REPLY))
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        await say(pilot, "tell me")
+        (reply,) = app.query(AssistantMessage)
+        (logged,) = of_kind(app.runtime.thread.log.events, ev.AssistantMessage)
+        assert not reply.children  # no widget per block, no streaming parts left
+        assert reply.text == safe_text(logged.content or "") and "\x1b" not in reply.text
+        assert app.screen.last_reply() == reply.text  # what /copy copies
+        live = drawn(reply)
+        assert any("code stays as it is" in line for line in live)
+
+        resumed = PastReply(logged.content or "")
+        await app.query_one("Transcript").mount(resumed)
+        await pilot.pause()
+        assert resumed.size == reply.size
+        assert drawn(resumed) == live
