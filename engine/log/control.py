@@ -1,0 +1,56 @@
+"""The control events of a log: the few that are not plain conversation.
+
+Resume derives a handful of things from the whole log: the open brackets
+(`TailState`), the prompts still queued (the driver's inbox restore) and the
+archive references (`continuity.status.scan_history`). Each used to walk
+every event; on a 100k-message thread that was three passes of 200k events
+on the way to the first ready frame. One pass at load now does the brackets
+and keeps the control events aside, in order, so the others read a short list.
+
+A control event is every event except assistant replies, tool results, turn
+markers, and user messages that neither came from the inbox (`item_id`) nor
+stand for a checkpoint. Whoever reads `SessionLog.control` must need nothing
+from those: the inbox restore and the history scan need none of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from engine.events import AssistantMessage, LogEvent, ToolResult, TurnEnd, TurnStart, UserMessage
+from engine.log.brackets import BRACKETS, TailState
+
+_PLAIN = frozenset({AssistantMessage, ToolResult})
+
+
+def is_control(event: LogEvent) -> bool:
+    kind = type(event)
+    if kind in _PLAIN or kind is TurnStart or kind is TurnEnd:
+        return False
+    if kind is UserMessage:
+        message: UserMessage = event  # type: ignore[assignment]
+        return message.item_id is not None or message.checkpoint is not None
+    return True
+
+
+def replay(events: Iterable[LogEvent], tail: TailState) -> list[LogEvent]:
+    """Apply every bracket to `tail` and return the control events, in one pass."""
+    control: list[LogEvent] = []
+    keep = control.append
+    apply = tail.apply
+    plain = _PLAIN
+    brackets = BRACKETS
+    for event in events:
+        kind = type(event)
+        if kind in plain:
+            continue
+        if kind is UserMessage:
+            if event.item_id is not None or event.checkpoint is not None:  # type: ignore[union-attr]
+                keep(event)
+            continue
+        if kind in brackets:
+            apply(event)
+            if kind is TurnStart or kind is TurnEnd:
+                continue
+        keep(event)
+    return control
