@@ -34,12 +34,18 @@ def is_control(event: LogEvent) -> bool:
 
 
 def replay(events: Iterable[LogEvent], tail: TailState) -> list[LogEvent]:
-    """Apply every bracket to `tail` and return the control events, in one pass."""
+    """Apply every bracket to `tail` and return the control events, in one pass.
+
+    Turn markers are half of a plain thread's events: what `TailState.apply`
+    does with them is done here on locals, and `tail` gets them back before
+    any other bracket (which may read or clear the open turn) is applied.
+    """
     control: list[LogEvent] = []
     keep = control.append
     apply = tail.apply
     plain = _PLAIN
     brackets = BRACKETS
+    open_turn, last_turn = tail.open_turn, tail.last_turn
     for event in events:
         kind = type(event)
         if kind in plain:
@@ -47,10 +53,18 @@ def replay(events: Iterable[LogEvent], tail: TailState) -> list[LogEvent]:
         if kind is UserMessage:
             if event.item_id is not None or event.checkpoint is not None:  # type: ignore[union-attr]
                 keep(event)
-            continue
-        if kind in brackets:
-            apply(event)
-            if kind is TurnStart or kind is TurnEnd:
-                continue
-        keep(event)
+        elif kind is TurnStart:
+            open_turn = event  # type: ignore[assignment]
+            if open_turn.turn > last_turn:  # type: ignore[union-attr]
+                last_turn = open_turn.turn  # type: ignore[union-attr]
+        elif kind is TurnEnd:
+            if open_turn is not None and open_turn.turn == event.turn:  # type: ignore[union-attr]
+                open_turn = None
+        else:
+            if kind in brackets:
+                tail.open_turn, tail.last_turn = open_turn, last_turn
+                apply(event)
+                open_turn, last_turn = tail.open_turn, tail.last_turn
+            keep(event)
+    tail.open_turn, tail.last_turn = open_turn, last_turn
     return control
