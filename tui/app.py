@@ -33,6 +33,7 @@ from engine.session import list_threads
 from tui.actions import app_actions
 from tui.controller import ThreadController
 from tui.screens.chat import ChatScreen, ChatSettings
+from tui.startup import resume_collection
 
 WARM_AFTER = 1.0
 """Seconds after a thread opens before the model client's import is paid."""
@@ -138,6 +139,7 @@ class TroveApp(App[int]):
 
     def attach_runtime(self, runtime: Runtime) -> None:
         self.chat.attach_runtime(runtime)
+        self.call_after_refresh(resume_collection)  # start-up is over (tui.startup)
         # After the first frames, not during them: the import competes for the GIL.
         self.set_timer(
             WARM_AFTER,
