@@ -138,8 +138,10 @@ class TroveApp(App[int]):
         )
 
     def attach_runtime(self, runtime: Runtime) -> None:
+        # The thread is replayed: start-up's long-lived objects are all made (tui.startup).
+        # Before its messages are built: their Markdown makes short-lived cycles.
+        resume_collection()
         self.chat.attach_runtime(runtime)
-        self.call_after_refresh(resume_collection)  # start-up is over (tui.startup)
         # After the first frames, not during them: the import competes for the GIL.
         self.set_timer(
             WARM_AFTER,
