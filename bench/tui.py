@@ -1,6 +1,6 @@
 """Benchmark: the Textual app, against the TUI targets in DESIGN.md.
 
-    python bench/tui.py [--runs 5] [--keys 200] [--stream-runs 3] [--messages 10000]
+    python bench/tui.py [--runs 5] [--keys 200] [--stream-runs 3] [--big-sizes 10000,100000]
                         [--only launch,keys,stream,big]
 
 Every figure comes from a fresh `trove` process started the way the `trove`
@@ -30,10 +30,14 @@ server that runs in its own process (real sockets, real SSE, the real
    press a key every 20 ms while the reply streams, without waiting for
    any echo (as a terminal's input thread would): per key, the time from
    its press until the prompt holds it and until the frame after that.
-4. big: a thread of N messages written with SessionLog appends, resumed with
-   --thread: time to ready, RSS (VmRSS, VmHWM), then Home to the top,
-   "load earlier" until every message is mounted (or --load-budget runs
-   out), RSS again, End back.
+4. big: threads of each of --big-sizes messages (10,000 and 100,000) written
+   with SessionLog appends, each resumed with --thread: spawn -> ready (as
+   in launch) and RSS, alternating with launches of the baseline in the
+   same run after one warm-up round, median of --big-runs; the ratio to the
+   baseline's launch is the target (<= 1.3 x at 10k, <= 2 x and RSS <= 150 MB
+   at 100k). Then, in the first size only: Home to the top, "load earlier"
+   until every message is mounted (or --load-budget runs out), RSS again,
+   End back.
 
 Set TROVE_BENCH_TRACE_STALLS=MS to also print the loop thread's stacks
 sampled while the event loop was stalled for more than MS (keys, stream).
@@ -92,6 +96,8 @@ USER_ID = "local"
 TARGET_LAUNCH_RATIO = 1.1
 TARGET_KEY_P95_MS = 50.0
 TARGET_RSS_MB = 200.0
+TARGET_RESUME = {10000: (1.3, None), 100000: (2.0, 150.0)}
+"""Resume of a thread of N messages: (ratio to the baseline's launch, RSS MB at ready)."""
 
 BASELINE_APP = ROOT.parent / "shared" / "baseline_app.py"
 """The one baseline of every launch ratio (DESIGN.md): Header, Markdown, Input, Footer."""
@@ -277,6 +283,16 @@ async def _scenario_launch(pilot: Pilot[Any], trove: bool, args: argparse.Namesp
     app = pilot.app
     ready = await _wait_ready(app, trove)
     _report({"ready": ready, "child_t0": CHILD_T0, **_rss_mb()})
+    app.exit()
+
+
+async def _scenario_resume(pilot: Pilot[Any], trove: bool, args: argparse.Namespace) -> None:
+    import asyncio
+
+    app = pilot.app
+    ready = await _wait_ready(app, trove)
+    await asyncio.sleep(0.3)  # let post-ready work (deferred restores, warm-ups) settle
+    _report({"ready": ready, "child_t0": CHILD_T0, "rss": _rss_mb()})
     app.exit()
 
 
@@ -545,6 +561,7 @@ SCENARIOS: dict[str, Callable[[Any, bool, argparse.Namespace], Awaitable[None]]]
     "keys": _scenario_keys,
     "stream": _scenario_stream,
     "big": _scenario_big,
+    "resume": _scenario_resume,
 }
 
 
@@ -916,6 +933,8 @@ def write_big_thread(home: Path, messages: int) -> tuple[str, int]:
 
     thread_id = "bench-big"
     path = thread_dir(home, USER_ID, thread_id) / LOG_NAME
+    if path.exists():  # written earlier in this run (bench_resume): reuse it
+        return thread_id, path.read_bytes().count(b"\n")
     path.parent.mkdir(parents=True, exist_ok=True)
     log = SessionLog.open(path)
     reply = (
@@ -945,11 +964,61 @@ def write_big_thread(home: Path, messages: int) -> tuple[str, int]:
     return thread_id, count
 
 
+def bench_resume(work: Path, base_url: str, sizes: Sequence[int], runs: int) -> None:
+    """Spawn -> ready of a resumed thread per size, against the baseline's launch."""
+    config = write_config(work, base_url)
+    threads: dict[int, tuple[list[str], int, float]] = {}
+    for size in sizes:
+        home = work / f"big-home-{size}"
+        t0 = time.perf_counter()
+        thread_id, events = write_big_thread(home, size)
+        args = ["--home", str(home), "--config", str(config), "--thread", thread_id]
+        threads[size] = (args, events, time.perf_counter() - t0)
+    walls: dict[int | str, list[float]] = {"bare": [], **{size: [] for size in sizes}}
+    rss: dict[int, list[dict[str, float]]] = {size: [] for size in sizes}
+    launch_args = ["--home", str(work / "launch-home"), "--config", str(config)]
+    for i in range(runs + 1):  # the first round warms the page cache and .pyc files
+        spawned, records = run_child("launch", "bare", launch_args, [], 60)
+        if i:
+            walls["bare"].append((records[0]["ready"] - spawned) * 1000)
+        for size in sizes:
+            spawned, records = run_child("resume", "trove", threads[size][0], [], 120)
+            if i:
+                walls[size].append((records[0]["ready"] - spawned) * 1000)
+                rss[size].append(records[0]["rss"])
+    bare = statistics.median(walls["bare"])
+    print(
+        f"4. resume with --thread to a ready prompt (spawn -> prompt focused, thread open, "
+        f"frame drawn), median of {runs}, alternating with the baseline's launch"
+    )
+    print(f"   baseline launch: {bare:.0f} ms (runs {' '.join(f'{v:.0f}' for v in walls['bare'])})")
+    for size in sizes:
+        _, events, wrote = threads[size]
+        ms = statistics.median(walls[size])
+        ratio = ms / bare
+        vm = statistics.median(r["VmRSS"] for r in rss[size])
+        peak = max(r["VmHWM"] for r in rss[size])
+        target_ratio, target_rss = TARGET_RESUME.get(size, (None, None))
+        print(
+            f"   {size:>7,} messages ({events:,} events, written in {wrote:.1f} s): {ms:.0f} ms "
+            f"(runs {' '.join(f'{v:.0f}' for v in walls[size])}), RSS {vm:.0f} MB "
+            f"(peak {peak:.0f} MB)"
+        )
+        if target_ratio is not None:
+            print(
+                f"   resume {size:,} / baseline launch: {ratio:.2f} x   "
+                f"target <= {target_ratio} x   {_verdict(ratio <= target_ratio)}"
+            )
+        if target_rss is not None:
+            print(
+                f"   resume {size:,} RSS when ready: {vm:.0f} MB   target <= {target_rss:.0f} MB   "
+                f"{_verdict(vm <= target_rss)}"
+            )
+
+
 def bench_big(work: Path, base_url: str, messages: int, budget: float) -> None:
-    home = work / "big-home"
-    t0 = time.perf_counter()
+    home = work / f"big-home-{messages}"  # bench_resume's thread of this size, when it ran
     thread_id, events = write_big_thread(home, messages)
-    wrote = time.perf_counter() - t0
     config = write_config(work, base_url)
     trove_args = ["--home", str(home), "--config", str(config), "--thread", thread_id]
     spawned, records = run_child(
@@ -964,8 +1033,8 @@ def bench_big(work: Path, base_url: str, messages: int, budget: float) -> None:
         return f"first frame {pair[0]:.0f} ms, arrived {pair[1]:.0f} ms"
 
     print(
-        f"4. a thread of {messages} messages ({events} events, written in {wrote:.1f} s), "
-        f"resumed with --thread"
+        f"5. a thread of {messages} messages ({events} events), "
+        f"resumed with --thread: scrolling and loading earlier messages"
     )
     print(
         f"   spawn -> ready: {(rec['ready'] - spawned) * 1000:.0f} ms "
@@ -1011,7 +1080,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5, help="launch runs per app (median)")
     parser.add_argument("--keys", type=int, default=200, help="keystrokes to time")
     parser.add_argument("--stream-runs", type=int, default=3, help="streamed replies to time")
-    parser.add_argument("--messages", type=int, default=10000, help="messages in the big thread")
+    parser.add_argument(
+        "--big-sizes",
+        default="10000,100000",
+        help="comma-separated message counts of the resumed threads (the first is also scrolled)",
+    )
+    parser.add_argument("--big-runs", type=int, default=3, help="resume runs per size (median)")
     parser.add_argument(
         "--load-budget",
         type=float,
@@ -1056,8 +1130,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             for rate in (float(r) for r in args.rates.split(",") if r.strip()):
                 bench_stream(work, args.stream_runs, rate)
         if "big" in wanted:
+            sizes = [int(x) for x in args.big_sizes.split(",") if x.strip()]
             with Server("stream") as idle:
-                bench_big(work, idle.base_url, args.messages, args.load_budget)
+                bench_resume(work, idle.base_url, sizes, args.big_runs)
+                if sizes:
+                    bench_big(work, idle.base_url, sizes[0], args.load_budget)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(

@@ -80,7 +80,8 @@ def _recover_archive(config: Config, thread: Thread) -> None:
     from engine.continuity.status import scan_history, scope_binding
 
     scope = scope_binding(thread.user_id, thread.id)
-    if not scan_history(thread.log.events, scope).lost:
+    # The control events hold every event the scan reads (engine.log.control).
+    if not scan_history(thread.log.control, scope).lost:
         return
     with ArchiveStore(archive_path(thread.dir), config.task_continuity, scope=scope) as store:
         recapture(thread.log, store, user_id=thread.user_id, thread_id=thread.id)

@@ -123,14 +123,49 @@ class Surface:
 
     @classmethod
     def from_events(cls, events: Iterable[LogEvent]) -> Surface:
+        """Replay: what `apply` of every event gives, with the bookkeeping of plain
+        messages and turn markers kept in locals (a 100k-message resume runs this
+        loop 200k times on the way to its first ready frame)."""
         surface = cls()
+        entries = surface.entries
+        add = entries.append
+        tokens = 0
+        added = 0
+        turn: int | None = None
+        builder_of = _ENTRY_BUILDERS.get
         handler_of = _HANDLERS.get
         with paused_gc():
             for event in events:
-                handler = handler_of(type(event))
-                if handler is not None:
+                kind = type(event)
+                build = builder_of(kind)
+                if build is not None and (kind is not UserMessage or event.checkpoint is None):  # type: ignore[union-attr]
+                    entry = build(event, turn)
+                    add(entry)
+                    tokens += entry.tokens
+                    added += 1
+                elif kind is TurnStart:
+                    turn = event.turn  # type: ignore[union-attr]
+                elif kind is TurnEnd or kind is EndSeed:
+                    turn = None
+                else:
+                    handler = handler_of(kind)
+                    if handler is None:
+                        continue
+                    surface._sync(tokens, added, turn)
                     handler(surface, event)
+                    entries = surface.entries  # a checkpoint may have rebuilt the list
+                    add = entries.append
+                    tokens, added, turn = surface.tokens, 0, surface._turn
+            surface._sync(tokens, added, turn)
         return surface
+
+    def _sync(self, tokens: int, added: int, turn: int | None) -> None:
+        """Hand `from_events`' locals back: `added` entries were appended since the last sync."""
+        self.tokens = tokens
+        self._turn = turn
+        if added:
+            self.version += added
+            self.newest = self.entries[-1].seq
 
     def apply(self, event: LogEvent) -> None:
         handler = _HANDLERS.get(type(event))
@@ -138,35 +173,17 @@ class Surface:
             handler(self, event)
 
     def _user(self, event: UserMessage) -> None:
-        checkpoint = event.checkpoint
-        entry = Entry(
-            event.seq,
-            "user",
-            event,
-            tokens_for_chars(len(event.text)),
-            checkpoint is not None,
-            self._turn,
-        )
-        if checkpoint is not None:
-            self._place_checkpoint(entry, checkpoint)
+        entry = _user_entry(event, self._turn)
+        if event.checkpoint is not None:
+            self._place_checkpoint(entry, event.checkpoint)
         else:
             self._add(entry)
 
     def _assistant(self, event: AssistantMessage) -> None:
-        size = len(event.content or "")
-        entry = Entry(event.seq, "assistant", event, 0, False, self._turn)
-        if event.tool_calls:
-            entry.call_ids = tuple(call.id for call in event.tool_calls)
-            size += sum(len(c.name) + len(c.arguments or "{}") for c in event.tool_calls)
-        entry.tokens = tokens_for_chars(size)
-        self._add(entry)
+        self._add(_assistant_entry(event, self._turn))
 
     def _tool(self, event: ToolResult) -> None:
-        entry = Entry(
-            event.seq, "tool", event, tokens_for_chars(len(event.content)), False, self._turn
-        )
-        entry.result_of = event.call_id
-        self._add(entry)
+        self._add(_tool_entry(event, self._turn))
 
     def _turn_start(self, event: TurnStart) -> None:
         self._turn = event.turn
@@ -233,6 +250,40 @@ class Surface:
                 )
         return out
 
+
+def _user_entry(event: UserMessage, turn: int | None) -> Entry:
+    return Entry(
+        event.seq,
+        "user",
+        event,
+        tokens_for_chars(len(event.text)),
+        event.checkpoint is not None,
+        turn,
+    )
+
+
+def _assistant_entry(event: AssistantMessage, turn: int | None) -> Entry:
+    size = len(event.content or "")
+    entry = Entry(event.seq, "assistant", event, 0, False, turn)
+    if event.tool_calls:
+        entry.call_ids = tuple(call.id for call in event.tool_calls)
+        size += sum(len(c.name) + len(c.arguments or "{}") for c in event.tool_calls)
+    entry.tokens = tokens_for_chars(size)
+    return entry
+
+
+def _tool_entry(event: ToolResult, turn: int | None) -> Entry:
+    entry = Entry(event.seq, "tool", event, tokens_for_chars(len(event.content)), False, turn)
+    entry.result_of = event.call_id
+    return entry
+
+
+_ENTRY_BUILDERS: dict[type, Callable[[Any, int | None], Entry]] = {
+    UserMessage: _user_entry,
+    AssistantMessage: _assistant_entry,
+    ToolResult: _tool_entry,
+}
+"""The entry of a plain message (a user message without a checkpoint), as `apply` adds it."""
 
 # One lookup per event instead of a chain of isinstance checks: replay runs this 100k times.
 _HANDLERS: dict[type, Callable[[Surface, Any], None]] = {

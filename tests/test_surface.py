@@ -124,6 +124,35 @@ def test_incremental_apply_matches_replay() -> None:
     assert live.messages() == log.surface().messages()
 
 
+def test_replay_keeps_the_same_books_as_applying_every_event() -> None:
+    """`from_events` keeps its bookkeeping in locals: every counter must still come
+    out as `apply` of each event leaves it, across turns, seams and checkpoints."""
+    log = Events()
+    log.add(ev.TurnStart, turn=1, items=[])
+    log.user("a")
+    log.assistant("b", calls=[("c1", "t", "{}")])
+    log.result("c1", "r")
+    log.add(ev.TurnEnd, turn=1, status="ok")
+    log.user("inject", source="inject")
+    log.add(ev.TurnStart, turn=2, items=[])
+    log.user("c")
+    log.compact([1, 2, 3], "summary of a and b")
+    log.assistant("d")
+    log.add(ev.EndSeed)
+    log.user("e")
+    log.compact([5, 7], "scattered")
+    log.add(ev.TurnStart, turn=3, items=[])
+    log.assistant("f")
+    for upto in range(len(log.events) + 1):
+        live = Surface()
+        for event in log.events[:upto]:
+            live.apply(event)
+        replayed = Surface.from_events(log.events[:upto])
+        assert replayed.entries == live.entries
+        books = ("tokens", "version", "reshapes", "newest", "_turn", "_replacements")
+        assert [getattr(replayed, b) for b in books] == [getattr(live, b) for b in books]
+
+
 def test_tool_result_follows_its_call_even_with_an_injection_between() -> None:
     log = Events()
     log.user("go")

@@ -33,6 +33,7 @@ from engine.session import list_threads
 from tui.actions import app_actions
 from tui.controller import ThreadController
 from tui.screens.chat import ChatScreen, ChatSettings
+from tui.startup import resume_collection
 
 WARM_AFTER = 1.0
 """Seconds after a thread opens before the model client's import is paid."""
@@ -137,6 +138,9 @@ class TroveApp(App[int]):
         )
 
     def attach_runtime(self, runtime: Runtime) -> None:
+        # The thread is replayed: start-up's long-lived objects are all made (tui.startup).
+        # Before its messages are built: their Markdown makes short-lived cycles.
+        resume_collection()
         self.chat.attach_runtime(runtime)
         # After the first frames, not during them: the import competes for the GIL.
         self.set_timer(

@@ -19,6 +19,16 @@ def run_tui(
             from engine.session import ThreadNotFoundError
 
             raise ThreadNotFoundError(f"no thread {thread_id!r} for user {config.user_id!r}")
+    from tui.startup import pause_collection, resume_collection
+
+    pause_collection()  # until the first ready frame (the app resumes it then)
+    try:
+        return _run(config, home, thread_id=thread_id, backend=backend)
+    finally:
+        resume_collection()
+
+
+def _run(config: Config, home: Path, *, thread_id: str | None, backend: Backend | None) -> int:
     from textual.theme import BUILTIN_THEMES
 
     from engine.config import ConfigError

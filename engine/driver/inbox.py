@@ -77,9 +77,12 @@ class Inbox(DriverState):
         """Input accepted before a crash but never delivered comes back, quiet.
 
         It is not run automatically: the user sees it queued and decides.
+        Synchronous in the driver's constructor, so no turn can start before
+        the queue is known; it reads the log's control events (every inbox
+        event and every user message taken from the inbox), not all events.
         """
         pending: dict[int, InboxItem] = {}
-        for event in self.log.events:
+        for event in self.log.control:
             if isinstance(event, InboxQueued):
                 item_id = InboxItemId(event.seq)
                 pending[item_id] = InboxItem(item_id, event.text, False, "follow-up")

@@ -31,7 +31,7 @@ class TailState:
         """Every event of a loaded log; only brackets reach `apply` (most events are not)."""
         apply = self.apply
         for event in events:
-            if type(event) in _BRACKETS:
+            if type(event) in BRACKETS:
                 apply(event)
 
     def apply(self, event: LogEvent) -> None:
@@ -55,4 +55,4 @@ class TailState:
             self.end_seed = event
 
 
-_BRACKETS = frozenset({TurnStart, TurnEnd, CompactStart, CompactEnd, EndSeed})
+BRACKETS = frozenset({TurnStart, TurnEnd, CompactStart, CompactEnd, EndSeed})

@@ -18,6 +18,7 @@ from typing import TypeVar, cast
 from msgspec.structs import replace
 
 from engine.events import Event, LogEvent, UnknownEvent
+from engine.log import control
 from engine.log.brackets import TailState
 from engine.log.line_codec import encode_line
 from engine.log.replay import paused_gc, read_events
@@ -105,6 +106,9 @@ class SessionLog:
         self.tail = TailState()
         self.listeners: list[Listener] = []
         self.projections: list[Listener] = []
+        self.control: list[LogEvent] = []
+        """The events that are not plain conversation, in order (`engine.log.control`):
+        what the inbox restore and the history scan read instead of every event."""
         self.on_listener_error: ListenerErrorHandler = _report_listener_error
         self.torn_report: str | None = None
         self.read_only: str | None = None
@@ -140,7 +144,7 @@ class SessionLog:
             log.read_only = read_only
         log.events = loaded.events
         with paused_gc():
-            log.tail.replay(log.events)
+            log.control = control.replay(log.events, log.tail)
         if read_only is None:
             log._fd = open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
             log._size = os.fstat(log._fd).st_size
@@ -179,6 +183,8 @@ class SessionLog:
         self._write(line)
         self.events.append(event)
         self.tail.apply(event)
+        if control.is_control(event):
+            self.control.append(event)
         for projection in self.projections:
             projection(event)
         for listener in list(self.listeners):
