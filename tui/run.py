@@ -41,4 +41,6 @@ def run_tui(
     engine_logger.propagate = False
     app = TroveApp(config, home, thread_id=thread_id, backend=backend)
     result = app.run()
+    if app.resume_hint is not None:
+        print(app.resume_hint)
     return result or 0
