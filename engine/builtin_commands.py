@@ -100,6 +100,8 @@ def _register_switches(runtime: Runtime, front: FrontEnd) -> None:
 
     @registry.add("fork", "copy this thread's messages and notes into a new thread")
     async def _fork(args: str) -> str:
+        if not runtime.thread.log.exists:
+            raise CommandError("nothing to fork yet: this thread has no messages")
         child = await asyncio.to_thread(
             fork_thread, runtime.home, runtime.config.user_id, runtime.thread.id
         )
@@ -113,3 +115,7 @@ def _register_switches(runtime: Runtime, front: FrontEnd) -> None:
     async def _quit(args: str) -> str:
         front.quit()
         return "bye"
+
+    @registry.add("exit", "leave Trove, as /quit does", show="quiet")
+    async def _exit(args: str) -> str:
+        return await _quit(args)

@@ -54,6 +54,18 @@ class CommandResult:
         return not self.ok or self.show == "result"
 
 
+@dataclass(eq=False)  # each run is itself: two /help runs are two lifecycles
+class _Lifecycle:
+    """One command run's `command/run` … `command/done`, as far as the log has it."""
+
+    name: str
+    args: str
+    run: int | None = None
+    """Seq of its `command/run` (None: not in the log, or cannot be)."""
+    end: tuple[str | None, str | None] | None = None
+    """(error, result) of a run that ended before its thread was on disk."""
+
+
 class FrontEnd(Protocol):
     """What a front end supplies to the commands whose effect is on its side."""
 
@@ -79,6 +91,10 @@ class CommandRegistry:
         self.log = log
         self._commands: dict[str, Command] = {}
         self._running: set[asyncio.Task[Any]] = set()
+        self._unwritten: list[_Lifecycle] = []
+        """Runs in a thread not on disk yet, logged when its first message makes it."""
+        if not log.exists:
+            log.on_create.append(self._write_unwritten)
 
     def register(self, command: Command) -> None:
         self._commands[command.name] = command
@@ -126,50 +142,65 @@ class CommandRegistry:
             command, args = self.resolve(text)
         except CommandError as exc:
             return CommandResult(text.strip().split()[0][1:], False, str(exc))
-        try:
-            run: int | None = self.log.append(CommandRun(name=command.name, args=args)).seq
-        except LogWriteError:
-            # A full disk or a read-only view: the command still runs (/quit, /new
-            # and /help must work then), unlogged; /compact meets the disk itself.
-            run = None
+        life = _Lifecycle(command.name, args)
+        if self.log.exists:
+            self._start(life)
+        else:
+            # A command does not make a thread (its first message does): its lifecycle
+            # waits, and is logged ahead of that message, or never if none comes.
+            self._unwritten.append(life)
         task = asyncio.current_task()
         if task is not None:
             self._running.add(task)
         try:
-            return await self._run_logged(command, args, run)
+            return await self._run_logged(command, args, life)
         finally:
             if task is not None:
                 self._running.discard(task)
 
-    async def _run_logged(self, command: Command, args: str, run: int | None) -> CommandResult:
+    def _start(self, life: _Lifecycle) -> None:
+        try:
+            life.run = self.log.append(CommandRun(name=life.name, args=life.args)).seq
+        except LogWriteError:
+            # A full disk or a read-only view: the command still runs (/quit, /new
+            # and /help must work then), unlogged; /compact meets the disk itself.
+            life.run = None
+
+    def _write_unwritten(self) -> None:
+        """The thread's first append is making its log: the runs before it go first."""
+        waiting, self._unwritten = self._unwritten, []
+        for life in waiting:
+            self._start(life)
+            if life.end is not None:
+                self._done(life, error=life.end[0], result=life.end[1])
+
+    async def _run_logged(self, command: Command, args: str, life: _Lifecycle) -> CommandResult:
         try:
             result = await command.handler(args)
         except CommandError as exc:
-            self._done(command, run, error=str(exc))
+            self._done(life, error=str(exc))
             return CommandResult(command.name, False, str(exc), command.show)
         except asyncio.CancelledError:
-            self._done(command, run, error="cancelled")
+            self._done(life, error="cancelled")
             raise
         except Exception as exc:  # a command bug is reported, not a traceback
             text = f"/{command.name} failed: {type(exc).__name__}: {exc}"
-            self._done(command, run, error=text)
+            self._done(life, error=text)
             return CommandResult(command.name, False, text, command.show)
-        self._done(command, run, result=result)
+        self._done(life, result=result)
         return CommandResult(command.name, True, result, command.show)
 
     def _done(
-        self,
-        command: Command,
-        run: int | None,
-        *,
-        error: str | None = None,
-        result: str | None = None,
+        self, life: _Lifecycle, *, error: str | None = None, result: str | None = None
     ) -> None:
         """The lifecycle's end; the result stands even when the disk cannot record it."""
-        if run is None:
+        if life in self._unwritten:
+            life.end = (error, result)
+            return
+        if life.run is None:
             return
         with contextlib.suppress(LogWriteError):
-            self.log.append(CommandDone(name=command.name, run=run, error=error, result=result))
+            self.log.append(CommandDone(name=life.name, run=life.run, error=error, result=result))
 
     async def aclose(self) -> None:
         """Cancel running commands and wait until each has unwound (its bracket closed)."""

@@ -61,7 +61,7 @@ def open_thread(
     `view_if_locked` opens as a read-only view that says why.
     """
     if thread_id is None:
-        return Thread.create(home, config.user_id, new_id)
+        return Thread.pending(home, config.user_id, new_id)
     try:
         thread = Thread.resume(home, config.user_id, thread_id)
     except ThreadLockedError as exc:

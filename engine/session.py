@@ -121,8 +121,29 @@ def list_threads(home: Path, user_id: str, *, verify: bool = False) -> list[Thre
 
 
 def latest_thread(home: Path, user_id: str) -> str | None:
-    threads = list_threads(home, user_id)
-    return threads[0].id if threads else None
+    """The most recently written thread that has history (a user message or a queued
+    prompt); threads without any are skipped (earlier versions left one per launch)."""
+    for info in list_threads(home, user_id):
+        if info.title != "(empty)" or _has_history(info.path / LOG_NAME):
+            return info.id
+    return None
+
+
+_PROMPT_KINDS = (b'{"kind":"user/message"', b'{"kind":"inbox/queued"')
+
+
+def _has_history(path: Path) -> bool:
+    """Any prompt in the log, read line by line (a title is only the first 200 lines)."""
+    try:
+        with path.open("rb") as fh:
+            return any(line.startswith(_PROMPT_KINDS) for line in fh)
+    except OSError:
+        return False
+
+
+def resume_hint(thread_id: str) -> str:
+    """What the front ends print on quitting a thread with history: the way back."""
+    return f"resume with: trove --thread {thread_id}"
 
 
 @dataclass
@@ -156,6 +177,31 @@ class Thread:
             lock.release()
             raise
         return cls(home, user_id, tid, directory, log, False, lock)
+
+    @classmethod
+    def pending(cls, home: Path, user_id: str, thread_id: str | None = None) -> Thread:
+        """A new thread that exists only once its first event is appended.
+
+        Until then nothing is on disk (no directory, log or lock), so opening
+        the app and quitting leaves no empty thread behind. The first append
+        makes the directory and takes the writer's lock before the log file
+        appears, so no other process can see the thread without the lock held.
+        """
+        tid = thread_id or new_thread_id()
+        directory = thread_dir(home, user_id, tid)
+        thread = cls(home, user_id, tid, directory, SessionLog(directory / LOG_NAME), False)
+        thread.log = SessionLog.pending(directory / LOG_NAME, thread._materialize)
+        return thread
+
+    def _materialize(self) -> None:
+        private_dir(self.dir, base=self.home)
+        if self.lock is None:
+            self.lock = ThreadLock.acquire(self.dir, self.id)
+
+    @property
+    def has_history(self) -> bool:
+        """Whether the thread has anything a user said (what `resume with:` is worth)."""
+        return any(isinstance(e, UserMessage | InboxQueued) for e in self.log.events)
 
     @classmethod
     def resume(cls, home: Path, user_id: str, thread_id: str) -> Thread:

@@ -299,3 +299,33 @@ async def test_undelivered_input_survives_a_crash_quietly(tmp_path, server):
     d2 = opened(Driver(log, client_for(server)))
     assert [(i.id, i.text, i.waking) for i in d2.inbox] == [(a, "typed before the crash", False)]
     await d2.aclose()
+
+
+async def test_input_left_queued_runs_one_turn_each_before_the_next_prompt(tmp_path, server):
+    """Prompts still queued when the process ended come back quiet (the user decides),
+    and once a prompt is sent they run first, each as its own turn, in order: not
+    merged into the new prompt's turn."""
+    d = make_driver(tmp_path, server)
+    release = d.reserve_turn_admission()
+    a = d.send("left one")
+    b = d.send("left two")
+    d.log.close()  # the process ends with both queued
+    release = None  # noqa: F841
+    from engine.driver import Driver
+    from tests.support import client_for, opened
+
+    d2 = opened(Driver(SessionLog.open(tmp_path / "session.jsonl"), client_for(server)))
+    assert [i.id for i in d2.inbox] == [a, b]
+    await _settled(d2)
+    assert ev.TurnStart not in kinds(d2.log.events)  # not run on their own
+    c = d2.send("new prompt")
+    await _settled(d2)
+    starts = of_kind(d2.log.events, ev.TurnStart)
+    assert [start.items for start in starts] == [[a], [b], [c]]
+    assert [m.text for m in of_kind(d2.log.events, ev.UserMessage)] == [
+        "left one",
+        "left two",
+        "new prompt",
+    ]
+    assert len(server.requests) == 3 and d2.inbox == []
+    await d2.aclose()

@@ -29,7 +29,7 @@ from engine.config import Config
 from engine.model import ModelClient
 from engine.runtime import Runtime
 from engine.safe_text import safe_text
-from engine.session import list_threads
+from engine.session import list_threads, resume_hint
 from tui.actions import app_actions
 from tui.controller import ThreadController
 from tui.screens.chat import ChatScreen, ChatSettings
@@ -106,6 +106,11 @@ class TroveApp(App[int]):
         """Made when the chat screen is ready, from the settings as they are then."""
         self.theme = config.ui.theme
         self._offered: bool | None = None
+        self._switches = 0
+        """Thread switches a command asked for that have not happened yet."""
+        self._switch_notes: list[tuple[str, str]] = []
+        self.resume_hint: str | None = None
+        """`resume with: trove --thread ID` once the app quits in a thread with history."""
         """Whether the footer last offered Esc (None: not yet drawn)."""
 
     def get_default_screen(self) -> Screen[Any]:
@@ -169,10 +174,21 @@ class TroveApp(App[int]):
                 "error",
             )
 
+    async def _switch_for_command(self, thread_id: str | None) -> None:
+        try:
+            await self.switch_thread(thread_id)
+        finally:
+            self._switches -= 1
+        # What the command that switched said (/fork's "Forked into …"), in the view
+        # the user now looks at, not in the one just cleared.
+        while self._switch_notes and not self._switches:
+            self.chat.notice(*self._switch_notes.pop(0))
+
     # -- FrontEnd (engine.commands) ---------------------------------------------------
 
     def open_thread(self, thread_id: str | None) -> None:
-        self.call_later(self.switch_thread, thread_id)
+        self._switches += 1
+        self.call_later(self._switch_for_command, thread_id)
 
     def quit(self) -> None:
         self.call_later(self.action_quit)
@@ -247,7 +263,11 @@ class TroveApp(App[int]):
             self.commands_running = [w for w in self.commands_running if w.is_running]
             self.call_later(self.sync_bindings)
         if result.shown:
-            self.chat.notice(result.text, "success" if result.ok else "error")
+            note = (result.text, "success" if result.ok else "error")
+            if self._switches:
+                self._switch_notes.append(note)
+            else:
+                self.chat.notice(*note)
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -305,13 +325,22 @@ class TroveApp(App[int]):
         self.notify("Copied the last reply.")
 
     async def on_unmount(self) -> None:
+        self._note_resume()
         if self.threads is not None:
             await self.threads.close()
 
     async def action_quit(self) -> None:
+        self._note_resume()
         if self.threads is not None:
             await self.threads.close()
         self.exit(0)
+
+    def _note_resume(self) -> None:
+        """The way back, printed once the terminal is restored (`tui.run`): only for a
+        thread with history (one that never got a message is not on disk)."""
+        runtime = self.runtime
+        if runtime is not None and runtime.thread.has_history:
+            self.resume_hint = resume_hint(runtime.thread.id)
 
 
 def copy_text(app: App[Any], text: str) -> None:

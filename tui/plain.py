@@ -21,7 +21,7 @@ from engine.driver import DriverClosedError
 from engine.log import LogCorruptError
 from engine.port import Unsubscribe
 from engine.runtime import Runtime, open_thread
-from engine.session import ThreadNotFoundError
+from engine.session import ThreadNotFoundError, resume_hint
 from engine.thread_lock import ThreadLockedError
 from tui.printer import StreamPrinter
 
@@ -50,6 +50,10 @@ class PlainRepl:
     def runtime(self) -> Runtime:
         assert self._runtime is not None, "no thread is open"
         return self._runtime
+
+    @property
+    def has_runtime(self) -> bool:
+        return self._runtime is not None
 
     # -- FrontEnd (engine.commands) ------------------------------------------------
 
@@ -220,13 +224,20 @@ async def _plain(
     printer = StreamPrinter(whole_lines=sys.stdin.isatty())
     repl = PlainRepl(config, home, printer, backend)
     repl.open(thread_id)
+    hint = None
     try:
         if sys.stdin.isatty():
             await repl.run_tty()
         else:
             await repl.run_piped()
     finally:
+        # The way back, at a terminal only: piped output stays exactly the answers.
+        thread = repl.runtime.thread if repl.has_runtime else None
+        if sys.stdin.isatty() and thread is not None and thread.has_history:
+            hint = resume_hint(thread.id)
         await repl.aclose()
+    if hint is not None:
+        print(hint)
     return 1 if printer.errors and not sys.stdin.isatty() else 0
 
 

@@ -51,4 +51,6 @@ def _run(config: Config, home: Path, *, thread_id: str | None, backend: Backend 
     engine_logger.propagate = False
     app = TroveApp(config, home, thread_id=thread_id, backend=backend)
     result = app.run()
+    if app.resume_hint is not None:
+        print(app.resume_hint)
     return result or 0

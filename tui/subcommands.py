@@ -58,8 +58,19 @@ def archive_command(args: argparse.Namespace, config: Config, home: Path) -> int
             return 2
         result = cli_read(home, config.user_id, thread_id, args.source_id, args.offset)
         render = render_read
+    if result.get("error") == "invalid_arguments":  # what was asked is malformed: usage
+        if args.json:
+            print(safe_json(result))
+        else:
+            print(safe_text(f"trove: {result.get('message')}"), file=sys.stderr)
+        return 2
     if args.json:
-        print(safe_json(result))
+        print(safe_json(result))  # exactly the tool's JSON, which thread or not
     else:
-        print(safe_text(render(result)))
+        # Which thread was looked in: without --thread it is a choice made here. A page
+        # that was found is printed as it is (the source's own text, fit to pipe).
+        page = args.command == "history" and result.get("status") != "error"
+        page = page and args.history_command == "read"
+        where = "" if page else f"thread {thread_id}: "
+        print(safe_text(where + render(result)))
     return 1 if result.get("status") == "error" else 0

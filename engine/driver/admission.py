@@ -35,6 +35,8 @@ class Admission(DriverState):
         if cut is None:
             self._changed()
             return
+        if self._inbox[0].restored:  # a prompt left queued at the last quit: a turn of its own
+            cut = 0
         items, self._inbox = self._inbox[: cut + 1], self._inbox[cut + 1 :]
         self._turn_task = asyncio.get_running_loop().create_task(self._turn(items))
         self._changed()

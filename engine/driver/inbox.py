@@ -76,7 +76,8 @@ class Inbox(DriverState):
     def _restore_inbox(self) -> None:
         """Input accepted before a crash but never delivered comes back, quiet.
 
-        It is not run automatically: the user sees it queued and decides.
+        It is not run automatically: the user sees it queued and decides. Once the
+        next prompt is sent, each runs first, as its own turn (`Admission`).
         Synchronous in the driver's constructor, so no turn can start before
         the queue is known; it reads the log's control events (every inbox
         event and every user message taken from the inbox), not all events.
@@ -85,7 +86,7 @@ class Inbox(DriverState):
         for event in self.log.control:
             if isinstance(event, InboxQueued):
                 item_id = InboxItemId(event.seq)
-                pending[item_id] = InboxItem(item_id, event.text, False, "follow-up")
+                pending[item_id] = InboxItem(item_id, event.text, False, "follow-up", True)
             elif isinstance(event, InboxEdited) and event.item_id in pending:
                 pending[event.item_id].text = event.text
             elif isinstance(event, InboxRemoved | UserMessage) and event.item_id is not None:

@@ -19,3 +19,6 @@ class InboxItem:
     text: str
     waking: bool
     placement: Placement
+    restored: bool = False
+    """Found queued when the log was opened: it runs as a turn of its own, in order,
+    as it would have had the process not ended, instead of merging into the next one."""

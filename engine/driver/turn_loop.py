@@ -163,7 +163,7 @@ class TurnLoop(DriverState):
             # Input that never became a message goes back to the queue, quiet: it
             # is still in the log as queued, and the user decides when to resend.
             returned = [
-                InboxItem(item.id, item.text, False, item.placement)
+                InboxItem(item.id, item.text, False, item.placement, item.restored)
                 for item in items
                 if item.id not in delivered
             ]

@@ -116,6 +116,28 @@ class SessionLog:
         self._fd: int | None = None
         self._size = 0
         self._broken: str | None = None
+        self._create: Callable[[], None] | None = None
+        self.on_create: list[Callable[[], None]] = []
+        """Run once a pending log's file exists, before the append that made it: they
+        may append (what waited for the thread to exist goes in ahead of it)."""
+
+    @classmethod
+    def pending(
+        cls, path: Path, create: Callable[[], None], *, clock: Clock = _utcnow
+    ) -> SessionLog:
+        """An empty log whose file does not exist yet: the first append calls `create`
+        (which makes the directory and takes the writer's lock), then makes the file.
+
+        A thread opened and left without a message leaves nothing on disk.
+        """
+        log = cls(path, clock=clock)
+        log._create = create
+        return log
+
+    @property
+    def exists(self) -> bool:
+        """False until a pending log's first append made its file."""
+        return self._create is None
 
     @classmethod
     def open(
@@ -175,6 +197,8 @@ class SessionLog:
             raise LogWriteError(self.path, self.read_only, read_only=True)
         if self._broken is not None:
             raise LogWriteError(self.path, self._broken)
+        if self._create is not None:
+            self._materialize()
         if self._fd is None:
             raise LogWriteError(self.path, "the log is closed")
         stamped = replace(payload, seq=self.next_seq, ts=_format_ts(self.clock()))
@@ -194,6 +218,19 @@ class SessionLog:
                 with contextlib.suppress(Exception):
                     self.on_listener_error(listener, event, exc)
         return event
+
+    def _materialize(self) -> None:
+        """The pending log's first append: its directory, lock and file, or nothing."""
+        assert self._create is not None
+        try:
+            self._create()
+            self._fd = open_private(self.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        except OSError as exc:
+            raise LogWriteError(self.path, exc) from exc
+        self._create = None
+        self._size = 0
+        for hook in self.on_create:
+            hook()
 
     def _write(self, data: bytes) -> None:
         assert self._fd is not None
