@@ -756,3 +756,31 @@ async def test_a_summarizer_keeps_the_entries_it_was_given(tmp_path):
     await asyncio.get_running_loop().shutdown_default_executor()  # the freeing has run
     assert [entry.seq for entry in kept[0]] == [1, 2, 3, 4, 5, 6]
     log.close()
+
+
+def test_the_summary_request_renders_each_entry_from_its_event():
+    """Rendered from the events (no chat message is built or cached on the entries);
+    a checkpoint reads as an earlier summary, a call as its tool and arguments."""
+    from engine.compaction.prompt import summary_request
+    from engine.surface import Entry
+
+    entries = [
+        Entry(1, "user", ev.UserMessage(text="summary so far"), 4, checkpoint=True),
+        Entry(2, "user", ev.UserMessage(text="hi"), 4),
+        Entry(
+            3,
+            "assistant",
+            ev.AssistantMessage(content="", tool_calls=[ev.ToolCall(id="c", name="t")]),
+            4,
+        ),
+        Entry(4, "tool", ev.ToolResult(call_id="c", content="found"), 4),
+    ]
+    content = summary_request(entries)[1]["content"]
+    assert content == (
+        "Summarize this conversation:\n\n<conversation>\n"
+        "[summary of earlier conversation]\nsummary so far\n\n"
+        "[user]\nhi\n\n"
+        "[assistant]\n(calls tool t with {})\n\n"
+        "[tool]\nfound\n</conversation>"
+    )
+    assert all(entry._message is None for entry in entries)

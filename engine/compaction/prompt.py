@@ -40,9 +40,13 @@ def _render(entry: Entry) -> str:
 
 
 def summary_request(entries: Sequence[Entry]) -> list[Message]:
-    transcript = "\n\n".join([_render(entry) for entry in entries])
-    # One build of the whole text (a concatenation copies it once more per `+`).
-    content = f"Summarize this conversation:\n\n<conversation>\n{transcript}\n</conversation>"
+    head, tail = "Summarize this conversation:\n\n<conversation>\n", "\n</conversation>"
+    parts = [_render(entry) for entry in entries] or [""]
+    # The frame joins the end parts, so the whole text is built once: at 10,000
+    # messages each copy of it is megabytes moved while the worker holds the GIL.
+    parts[0] = head + parts[0]
+    parts[-1] = parts[-1] + tail
+    content = "\n\n".join(parts)
     return [
         {"role": "system", "content": SUMMARY_INSTRUCTIONS},
         {"role": "user", "content": content},
