@@ -13,6 +13,7 @@ import pytest
 
 from engine import events as ev
 from engine.compaction import CompactionError, InvalidRangeError, Region, run_region
+from engine.compaction import selection as selection_module
 from engine.compaction.selection import select_range, span_problem
 from engine.config import TaskContinuityConfig, parse_config
 from engine.continuity import capture as capture_module
@@ -714,3 +715,72 @@ async def test_capture_prepares_its_records_off_the_loop(tmp_path, monkeypatch):
     assert threads and threads[0] is not threading.main_thread()
     store.close()
     log.close()
+
+
+async def test_selection_off_the_loop_chooses_again_when_a_checkpoint_reshaped_meanwhile(
+    tmp_path, monkeypatch
+):
+    """Selection reads the live entries in a worker; should a checkpoint land while it
+    runs, what it read may be torn, so the span is chosen again on the loop."""
+    log, surface = _chatted_log(tmp_path / "session.jsonl", 4)
+    real = selection_module.run_drained
+
+    async def reshaping(fn: Any, *args: Any) -> Any:
+        chosen = await real(fn, *args)
+        summary = log.append(ev.CompactSummary(replaced=[1, 2], summary="x"))
+        log.append(ev.UserMessage(text="cp", checkpoint=ev.Checkpoint(summary=summary.seq)))
+        return chosen
+
+    monkeypatch.setattr(selection_module, "run_drained", reshaping)
+    span = await selection_module.select_offloaded(surface, keep_recent_tokens=0)
+    assert span is not None and span.reshapes == surface.reshapes == 1
+    assert span_problem(surface, span) is None
+    assert span == select_range(surface, keep_recent_tokens=0)
+    log.close()
+
+
+async def test_a_summarizer_keeps_the_entries_it_was_given(tmp_path):
+    """The transaction frees the span's entries in a worker once done, without ever
+    emptying the list a summarizer saw."""
+    log, surface = _chatted_log(tmp_path / "session.jsonl", 3)
+    kept: list[list[Any]] = []
+
+    async def summarize(entries: list[Any]) -> Any:
+        kept.append(entries)
+        return Completion(content="summary", tool_calls=[], usage=None, finish_reason="stop")
+
+    span = select_range(surface, keep_recent_tokens=0)
+    assert span is not None
+    outcome = await run_region(log, surface, span, Region(None, "span", False), summarize=summarize)
+    assert outcome.replaced == 6
+    await asyncio.get_running_loop().shutdown_default_executor()  # the freeing has run
+    assert [entry.seq for entry in kept[0]] == [1, 2, 3, 4, 5, 6]
+    log.close()
+
+
+def test_the_summary_request_renders_each_entry_from_its_event():
+    """Rendered from the events (no chat message is built or cached on the entries);
+    a checkpoint reads as an earlier summary, a call as its tool and arguments."""
+    from engine.compaction.prompt import summary_request
+    from engine.surface import Entry
+
+    entries = [
+        Entry(1, "user", ev.UserMessage(text="summary so far"), 4, checkpoint=True),
+        Entry(2, "user", ev.UserMessage(text="hi"), 4),
+        Entry(
+            3,
+            "assistant",
+            ev.AssistantMessage(content="", tool_calls=[ev.ToolCall(id="c", name="t")]),
+            4,
+        ),
+        Entry(4, "tool", ev.ToolResult(call_id="c", content="found"), 4),
+    ]
+    content = summary_request(entries)[1]["content"]
+    assert content == (
+        "Summarize this conversation:\n\n<conversation>\n"
+        "[summary of earlier conversation]\nsummary so far\n\n"
+        "[user]\nhi\n\n"
+        "[assistant]\n(calls tool t with {})\n\n"
+        "[tool]\nfound\n</conversation>"
+    )
+    assert all(entry._message is None for entry in entries)

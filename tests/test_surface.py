@@ -325,3 +325,58 @@ def test_running_token_total_and_lazy_messages_match_a_full_rebuild() -> None:
     assert messages[1] == {"role": "user", "content": "question 2 " * 3}
     assert messages[2]["tool_calls"][0]["function"] == {"name": "echo", "arguments": '{"n": 2}'}
     assert messages[3] == {"role": "tool", "tool_call_id": "c2", "content": "result 2"}
+
+
+def test_a_vouched_checkpoint_lands_as_the_checked_one_does() -> None:
+    """The transaction vouches for the run it checked; placement then skips the
+    entry-by-entry comparison and ends exactly where the full check would."""
+    checked, vouched = Surface(), Surface()
+    log = Events()
+    for n in range(4):
+        log.user(f"q{n}")
+        log.assistant(f"a{n}")
+    summary = log.add(ev.CompactSummary, replaced=[1, 2, 3, 4], summary="s", tokens=0)
+    for event in log.events:
+        checked.apply(event)
+        vouched.apply(event)
+    vouched.vouch(summary, 0, 4, sum(e.tokens for e in vouched.entries[:4]))
+    log.add(ev.UserMessage, text="checkpoint", checkpoint=ev.Checkpoint(summary=summary))
+    checked.apply(log.events[-1])
+    vouched.apply(log.events[-1])
+    assert vouched.entries == checked.entries
+    assert (vouched.tokens, vouched.reshapes, vouched.newest) == (
+        checked.tokens,
+        checked.reshapes,
+        checked.newest,
+    )
+
+
+def test_a_stale_or_foreign_vouch_is_not_trusted() -> None:
+    """A vouch names its summary and the surface version: a checkpoint of another
+    summary, a change in between, or a run that does not match sends placement back
+    to the full comparison (here every vouch carries a wrong price, which would show)."""
+    log = Events()
+    for n in range(3):
+        log.user(f"q{n}")
+    summary = log.add(ev.CompactSummary, replaced=[1, 2], summary="s")
+    checkpoint = log.add(
+        ev.UserMessage, text="checkpoint", checkpoint=ev.Checkpoint(summary=summary)
+    )
+    before, last = log.events[:-1], log.events[-1]
+    vouches = {
+        "another summary": lambda s: s.vouch(summary + 100, 0, 2, 999),
+        "a changed surface": lambda s: (s.vouch(summary, 0, 2, 999), s.apply(ev_user(s))),
+        "another run": lambda s: s.vouch(summary, 1, 2, 999),
+    }
+    for why, vouch in vouches.items():
+        surface = Surface()
+        for event in before:
+            surface.apply(event)
+        vouch(surface)
+        surface.apply(last)
+        assert surface.entries[0].seq == checkpoint, why
+        assert surface.tokens == sum(e.tokens for e in surface.entries), why
+
+
+def ev_user(surface: Surface) -> ev.UserMessage:
+    return ev.UserMessage(seq=surface.newest + 100, ts="t", text="appended")

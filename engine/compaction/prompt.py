@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
+from engine.events import AssistantMessage, UserMessage
+from engine.log import paused_gc
+from engine.offload import run_drained
 from engine.surface import Entry, Message
 
 SUMMARY_INSTRUCTIONS = """\
@@ -23,31 +25,47 @@ original messages stay searchable in an archive, so prefer precise pointers \
 
 
 def _render(entry: Entry) -> str:
-    message = entry.message
-    role = "summary of earlier conversation" if entry.checkpoint else message["role"]
-    content = message.get("content") or ""
-    if not isinstance(content, str):
-        content = json.dumps(content, ensure_ascii=False)
+    """One entry as transcript text, read from its event: building (and caching) the
+    chat message of every compacted entry would only add objects to free afterwards."""
+    event = entry.event
+    role = "summary of earlier conversation" if entry.checkpoint else entry.role
+    content = event.text if isinstance(event, UserMessage) else event.content or ""
     lines = [f"[{role}]"]
     if content:
         lines.append(content)
-    for call in message.get("tool_calls") or ():
-        fn = call["function"]
-        lines.append(f"(calls tool {fn['name']} with {fn['arguments']})")
+    if isinstance(event, AssistantMessage):
+        for call in event.tool_calls or ():
+            lines.append(f"(calls tool {call.name} with {call.arguments or '{}'})")
     return "\n".join(lines)
 
 
 def summary_request(entries: Sequence[Entry]) -> list[Message]:
-    transcript = "\n\n".join(_render(entry) for entry in entries)
+    head, tail = "Summarize this conversation:\n\n<conversation>\n", "\n</conversation>"
+    parts = [_render(entry) for entry in entries] or [""]
+    # The frame joins the end parts, so the whole text is built once: at 10,000
+    # messages each copy of it is megabytes moved while the worker holds the GIL.
+    parts[0] = head + parts[0]
+    parts[-1] = parts[-1] + tail
+    content = "\n\n".join(parts)
     return [
         {"role": "system", "content": SUMMARY_INSTRUCTIONS},
-        {
-            "role": "user",
-            "content": "Summarize this conversation:\n\n<conversation>\n"
-            + transcript
-            + "\n</conversation>",
-        },
+        {"role": "user", "content": content},
     ]
+
+
+async def summary_request_offloaded(entries: Sequence[Entry]) -> list[Message]:
+    """The request built in a worker thread, collection paused there.
+
+    At 10,000 messages it is one large string joined from a message per
+    entry: tens of milliseconds and as many objects, which on the UI loop
+    would be a visible pause and a collection over the whole thread.
+    """
+    return await run_drained(_paused_request, entries)
+
+
+def _paused_request(entries: Sequence[Entry]) -> list[Message]:
+    with paused_gc():
+        return summary_request(entries)
 
 
 def clean_summary(raw: str) -> str:

@@ -8,11 +8,21 @@ live in `run_region`.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from functools import partial
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from engine.compaction.errors import CompactionError, busy
-from engine.compaction.prompt import summary_request
-from engine.compaction.selection import Span, open_turn_start, range_span, select_range
+from engine.compaction.prompt import summary_request_offloaded
+from engine.compaction.selection import (
+    Span,
+    View,
+    offloaded,
+    open_turn_start,
+    range_span,
+    select_offloaded,
+    select_range,
+)
 from engine.compaction.transaction import (
     CompactOutcome,
     InvalidRangeError,
@@ -50,7 +60,8 @@ class CompactService:
 
     async def _summarize(self, entries: list[Entry]) -> Any:
         try:
-            return await self.model.complete(summary_request(entries), model=self.config.model)
+            request = await summary_request_offloaded(entries)
+            return await self.model.complete(request, model=self.config.model)
         except ModelError as exc:
             raise CompactionError("summary", str(exc)) from exc
 
@@ -77,7 +88,7 @@ class CompactService:
         if release is None:
             raise busy("a turn is running or a queued prompt is about to start")
         try:
-            span = select_range(agent.surface, self.config.keep_recent_tokens)
+            span = await select_offloaded(agent.surface, self.config.keep_recent_tokens)
             if span is None:
                 return None
             return await self._run(agent, span, Region(None, "span", flush=True))
@@ -107,25 +118,25 @@ class CompactService:
         used = agent.surface.tokens
         return used > self.config.threshold * self.context_window
 
-    def _automatic_span(self, agent: Driver, turn: int) -> tuple[Span | None, bool]:
+    def _automatic_span(self, surface: View, *, turn: int) -> tuple[Span | None, bool]:
         """What pressure and overflow may summarize: never the question being answered.
 
         The open turn's prompt and its steering stay on the surface, unless
         they alone exceed the context window; only then is the turn itself
-        summarized, and the bracket says so (`open_turn: true`).
+        summarized, and the bracket says so (`open_turn: true`). Passes over the
+        whole thread: a worker runs it, on a view of the surface.
         """
-        surface = agent.surface
         start = open_turn_start(surface, turn)
         span = select_range(surface, self.config.keep_recent_tokens, before=start)
         if span is not None or start is None:
             return span, False
-        own = sum(entry.tokens for entry in surface.entries[start:])
+        own = sum(entry.tokens for entry in islice(surface.entries, start, surface.count))
         if own <= self.context_window:
             return None, False
         return select_range(surface, self.config.keep_recent_tokens), True
 
     async def _automatic(self, agent: Driver, turn: int) -> bool:
-        span, open_turn = self._automatic_span(agent, turn)
+        span, open_turn = await offloaded(agent.surface, partial(self._automatic_span, turn=turn))
         if span is None:
             return False
         try:

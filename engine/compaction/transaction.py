@@ -113,6 +113,8 @@ async def run_region(
         summary = clean_summary(completion.content)
         if not summary:
             raise CompactionError("summary", "the model returned an empty summary")
+        # The seqs the summary lists, gathered off the loop: `entries` is ours alone.
+        replaced = await run_drained(_seqs, entries)
         # 5. Only what this region promised to keep still must be unchanged.
         if region.stability == "span":
             problem = span_problem(surface, span)
@@ -121,7 +123,7 @@ async def run_region(
         if problem is not None:
             raise CompactionError("changed", problem)
         # 6. Commit: the summary, then the checkpoint that takes the span's place.
-        checkpoint = _commit(log, start.seq, span, entries, summary, completion)
+        checkpoint = _commit(log, surface, start.seq, span, replaced, summary, completion)
     except asyncio.CancelledError as exc:
         cancelled = exc
         error = CompactionError("summary", f"cancelled: {_reason(exc)}")
@@ -171,12 +173,16 @@ async def run_region(
         except OSError as exc:
             if error is None:
                 error = CompactionError("persistence", f"fsync failed: {exc}")
+    replaced_count = len(entries)
+    handed = [entries]
+    del entries  # the worker's `handed.clear()` then drops the last reference the loop had
+    _free_off_loop(handed)
     outcome = None
     if checkpoint is not None:
         outcome = CompactOutcome(
             start=start.seq,
             checkpoint=checkpoint.seq,
-            replaced=len(entries),
+            replaced=replaced_count,
             tokens_before=span.tokens,
             tokens_after=_tokens_of(surface, checkpoint, span.index),
             archive=archive,
@@ -191,11 +197,32 @@ async def run_region(
     return outcome
 
 
+def _free_off_loop(handed: list[list[Entry]]) -> None:
+    """Let a worker thread drop the span's entries.
+
+    After a commit the transaction's list holds the last references to the
+    replaced entries, and freeing tens of thousands of objects is milliseconds
+    the UI loop need not spend. `handed` is the only reference left to that
+    list; emptying it in a worker frees the list and its entries there (or
+    nothing, if a summarizer kept the list: it is never altered). Nothing
+    waits for it, and emptying a list cannot fail.
+    """
+    try:
+        asyncio.get_running_loop().run_in_executor(None, handed.clear)
+    except RuntimeError:  # the executor is shut down: the loop frees them after all
+        handed.clear()
+
+
+def _seqs(entries: list[Entry]) -> list[int]:
+    return [entry.seq for entry in entries]
+
+
 def _commit(
     log: SessionLog,
+    surface: Surface,
     start: int,
     span: Span,
-    entries: list[Entry],
+    replaced: list[int],
     summary: str,
     completion: Any,
 ) -> UserMessage:
@@ -210,17 +237,20 @@ def _commit(
                 usage=completion.usage,
                 model=completion.model,
                 span={"first": span.first, "last": span.last, "count": span.count},
-                replaced=[entry.seq for entry in entries],
+                replaced=replaced,
                 tokens=span.tokens,
             )
         )
-        text = checkpoint_text(summary, len(entries))
+        if surface.reshapes == span.reshapes:
+            # Not reshaped since step 1: the span is exactly these entries at its index.
+            surface.vouch(summary_event.seq, span.index, span.count, span.tokens)
+        text = checkpoint_text(summary, len(replaced))
         mark = Checkpoint(
             summary=summary_event.seq,
             start=start,
             first=span.first,
             last=span.last,
-            count=len(entries),
+            count=len(replaced),
         )
         return log.append(UserMessage(text=text, checkpoint=mark))
     except LogWriteError as exc:

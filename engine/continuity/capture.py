@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from engine.continuity.context import ContinuityContext
@@ -16,7 +16,7 @@ from engine.continuity.extract import extract_records, hidden_seqs, surface_inpu
 from engine.continuity.records import Source
 from engine.continuity.recovery import archive_lost
 from engine.continuity.status import archive_failure, archive_reference
-from engine.continuity.store import ArchiveError, ArchiveStore, capture_offloaded
+from engine.continuity.store import ArchiveError, ArchiveStore, CaptureResult
 from engine.events import CompactArchived, LogEvent
 from engine.log import paused_gc
 from engine.offload import run_drained
@@ -33,9 +33,11 @@ def capture_hook(context: ContinuityContext) -> Capture:
         if store is None:
             return archive_failure(context.scope, "task continuity has no archive")
         try:
-            # A snapshot on the loop (two list copies); the preparation in a worker.
-            records = await run_drained(prepare_records, list(entries), list(context.events()))
-            result = await capture_offloaded(store, batch_key, records)
+            # The loop hands over the log's length; the worker reads that prefix.
+            events = context.events()
+            result = await run_drained(
+                prepare_and_store, store, batch_key, entries, events, len(events)
+            )
         except (ArchiveError, OSError) as exc:
             return archive_failure(context.scope, str(exc))
         except Exception as exc:  # any other failure is still only an archive failure
@@ -46,7 +48,28 @@ def capture_hook(context: ContinuityContext) -> Capture:
     return capture
 
 
-def prepare_records(entries: list[Entry], events: list[LogEvent]) -> list[Source]:
+def prepare_and_store(
+    store: ArchiveStore,
+    batch_key: int,
+    entries: Sequence[Entry],
+    events: Sequence[LogEvent],
+    count: int,
+) -> CaptureResult:
+    """Prepare the records and store them in one worker call, collection paused throughout.
+
+    The records are made, written and dropped here, so the loop never frees
+    them and the collector never sees them: paused only for the preparation,
+    the tens of thousands of objects it made would be collected, holding the
+    GIL, by whichever thread allocated next, the loop included. `entries` is
+    the transaction's own list of the span; `events` the live log, of which
+    only the first `count` are read (the log only appends, so they stay put):
+    copying either on the loop would touch every object there.
+    """
+    with paused_gc():
+        return store.capture(batch_key, prepare_records(entries, events[:count]))
+
+
+def prepare_records(entries: Sequence[Entry], events: Sequence[LogEvent]) -> list[Source]:
     """The archive records for the replaced entries: blocking work for a worker thread.
 
     At 10,000 messages this is hundreds of milliseconds of hashing and text
@@ -60,6 +83,12 @@ def prepare_records(entries: list[Entry], events: list[LogEvent]) -> list[Source
         return extract_records(surface_inputs(entries, hidden_seqs(events)))
 
 
+def _archive_lost(
+    store: ArchiveStore, events: Sequence[LogEvent], count: int, scope: str, skip: int
+) -> list[tuple[int, dict[str, Any]]]:
+    return archive_lost(store, events[:count], scope, skip={skip})
+
+
 async def _retry_lost(context: ContinuityContext, store: ArchiveStore, *, skip: int) -> None:
     """The archive works again: store what an earlier failed capture left out.
 
@@ -69,9 +98,9 @@ async def _retry_lost(context: ContinuityContext, store: ArchiveStore, *, skip: 
     """
     if context.append is None:
         return
-    events = list(context.events())  # a snapshot: the log grows on the loop meanwhile
+    events = context.events()  # read in the worker up to this length: the log only appends
     try:
-        done = await run_drained(archive_lost, store, events, context.scope, skip={skip})
+        done = await run_drained(_archive_lost, store, events, len(events), context.scope, skip)
     except Exception as exc:  # the failures stay on record as they are; say why once
         logging.getLogger("trove").warning("recapturing lost originals failed: %r", exc)
         return
