@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import gc
 
+from engine import collector
+
 _paused = False
 
 
 def pause_collection() -> None:
+    """Start-up's pause, counted with every other pause in the process."""
     global _paused
-    if gc.isenabled():
-        gc.disable()
+    if not _paused:
         _paused = True
+        collector.hold()
 
 
 def resume_collection() -> None:
@@ -32,4 +35,4 @@ def resume_collection() -> None:
     if _paused:
         _paused = False
         gc.freeze()
-        gc.enable()
+        collector.release()

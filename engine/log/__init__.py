@@ -14,10 +14,11 @@ Rooms: `line_codec` (one line to one event and back; `LogCorruptError`),
 `engine.log`; the rooms are its implementation.
 """
 
+from engine.collector import paused_gc
 from engine.events import Event
 from engine.log.brackets import TailState
 from engine.log.line_codec import LogCorruptError, decode_line, encode_line, from_dict, parse_line
-from engine.log.replay import LoadResult, paused_gc, read_events
+from engine.log.replay import LoadResult, read_events
 from engine.log.session_log import (
     Clock,
     Listener,

@@ -6,14 +6,12 @@ reported, not raised; any other bad line raises `LogCorruptError`.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import io
 import itertools
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.collector import paused_gc
 from engine.events import LogEvent
 from engine.log.line_codec import decode_lines, parse_line
 
@@ -23,19 +21,6 @@ class LoadResult:
     events: list[LogEvent]
     torn: str | None
     good_bytes: int
-
-
-@contextlib.contextmanager
-def paused_gc() -> Iterator[None]:
-    """Bulk replay allocates many objects that all stay alive; collecting
-    them mid-load is pure overhead (it halves replay speed at 100k events)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def read_events(path: Path) -> LoadResult:

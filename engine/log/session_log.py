@@ -17,11 +17,12 @@ from typing import TypeVar, cast
 
 from msgspec.structs import replace
 
+from engine.collector import paused_gc
 from engine.events import Event, LogEvent, UnknownEvent
 from engine.log import control
 from engine.log.brackets import TailState
 from engine.log.line_codec import encode_line
-from engine.log.replay import paused_gc, read_events
+from engine.log.replay import read_events
 from engine.private import open_private, private_dir
 
 Listener = Callable[[LogEvent], None]
