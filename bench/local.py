@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from engine.config import LocalConfig
 from engine.local import (
     LocalModelClient,
     LocalServer,
@@ -30,6 +31,8 @@ from engine.local import (
     xllamacpp_installed,
 )
 
+CONTEXT = LocalConfig().context
+"""The context the app runs the offline model with by default (the KV cache scales with it)."""
 PROMPT = [{"role": "user", "content": "Write a short paragraph about the sea."}]
 
 
@@ -77,7 +80,7 @@ async def one_request(client: LocalModelClient) -> tuple[float, float, int]:
 
 
 async def run(model: Path, threads: int, rounds: int, max_tokens: int) -> None:
-    settings = LocalSettings(model, threads=threads, context=4096, max_tokens=max_tokens)
+    settings = LocalSettings(model, threads=threads, context=CONTEXT, max_tokens=max_tokens)
     server = LocalServer(settings)
     client = LocalModelClient(server, max_retries=0)
     await client.prepare()  # the openai import is not part of the server's start
@@ -131,7 +134,10 @@ async def main() -> int:
         f"load average {os.getloadavg()[0]:.2f}; RSS before {base:.0f} MiB; "
         f"import xllamacpp {imported * 1000:.0f} ms (paid inside the first start in the app)"
     )
-    print(f"{rounds} rounds after a first request, max_tokens={max_tokens}, context 4096")
+    print(
+        f"{rounds} rounds after a first request, max_tokens={max_tokens}, "
+        f"context {CONTEXT} (the default)"
+    )
     for threads in (1, 2):
         await run(model, threads, rounds, max_tokens)
     return 0
