@@ -7,6 +7,7 @@ from typing import Any
 
 from tests import scripted_server as s
 from tests.tui.conftest import settle
+from tests.tui.test_welcome import offline_app
 from tui.widgets.tool_block import ToolBlock
 
 SIZE = (100, 32)
@@ -37,3 +38,18 @@ def test_an_expanded_tool_result(snap_compare, app_factory, server):
         await settle(pilot)
 
     assert snap_compare(app_factory(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_the_welcome_screen_with_the_offline_model(snap_compare, server, tmp_path, monkeypatch):
+    """A new thread with the bundled offline model: the header "local · SmolLM2-135M ·
+    offline", the welcome line (model, "~/home/users/local/threads/t-snapshot", Enter / Esc /
+    F1), the yellow note that this is the tiny offline model and which environment variables
+    or config.yaml keys connect a real one, and the prompt's placeholder "Message SmolLM2-135M —
+    Enter to send, F1 for help"."""
+    monkeypatch.setenv("HOME", str(tmp_path))  # as app_factory does: the data dir is ~/home
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+
+    app = offline_app(tmp_path / "home", server)
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
