@@ -116,7 +116,12 @@ async def say(pilot: Pilot[Any], text: str) -> None:
 
 
 @pytest.fixture
-def app_factory(tmp_path: Path, server: Any) -> Callable[..., TroveApp]:
+def app_factory(
+    tmp_path: Path, server: Any, monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., TroveApp]:
+    # The welcome line names the data dir with the home as "~": the same in every snapshot.
+    monkeypatch.setenv("HOME", str(tmp_path))
+
     def factory(**kw: Any) -> TroveApp:
         return make_app(tmp_path / "home", server, **kw)
 

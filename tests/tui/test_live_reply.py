@@ -28,7 +28,9 @@ def drawn(widget: Widget) -> list[str]:
 async def test_a_finished_reply_is_one_widget_drawn_like_a_resumed_one(app_factory, server):
     server.script(s.text(REPLY))
     app = app_factory()
-    async with app.run_test(size=(100, 32)) as pilot:
+    # Tall enough that the copy mounted below (after the new thread's welcome line) adds no
+    # scrollbar, which would narrow every line by one column.
+    async with app.run_test(size=(100, 48)) as pilot:
         await settle(pilot)
         await say(pilot, "tell me")
         (reply,) = app.query(AssistantMessage)

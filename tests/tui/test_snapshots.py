@@ -12,8 +12,10 @@ SIZE = (100, 32)
 
 
 def test_empty_app(snap_compare, app_factory):
-    """A new thread: the title bar (thread t-snapshot, scripted-model, context 0%), an empty
-    transcript, the focused prompt at the bottom and the footer's keys."""
+    """A new thread: the title bar (thread t-snapshot, scripted-model, context 0%), the
+    welcome line (model, "~/home/users/local/threads/t-snapshot", Enter / Esc / F1), the
+    focused prompt with its placeholder "Message scripted-model — Enter to send, F1 for help"
+    at the bottom and the footer's keys."""
 
     async def run_before(pilot: Any) -> None:
         await settle(pilot)

@@ -48,6 +48,7 @@ from tui.widgets.slash_menu import SlashMenu
 from tui.widgets.status_strip import StatusStrip
 from tui.widgets.title_bar import TitleBar
 from tui.widgets.transcript import Transcript
+from tui.widgets.welcome import TinyModelNote, Welcome, is_empty, placeholder, tiny_offline
 
 if TYPE_CHECKING:
     from tui.app import TroveApp
@@ -100,6 +101,9 @@ class ChatScreen(Screen[None]):
     def on_mount(self) -> None:
         prompt = self.query_one(PromptInput)
         prompt.menu = self.query_one(SlashMenu)
+        prompt.placeholder = placeholder(
+            self.settings.model_label, self.trove.backend, self.settings.configured
+        )
         prompt.focus()
         self.post_message(self.Ready())
 
@@ -120,6 +124,11 @@ class ChatScreen(Screen[None]):
             from tui.widgets.first_run import FirstRunPanel
 
             transcript.mount(FirstRunPanel(self.settings.config_label))
+        elif is_empty(runtime.thread.log.events):
+            transcript.mount(Welcome(self.settings.model_label, runtime.thread.dir))
+            backend = self.trove.backend
+            if backend is not None and tiny_offline(backend):
+                transcript.mount(TinyModelNote(backend, self.settings.config_label))
         transcript.load(runtime.thread.log.events)
         for notice in runtime.notices:
             transcript.notice(notice, "warning")

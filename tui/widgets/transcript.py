@@ -74,6 +74,8 @@ class Transcript(VerticalScroll):
         self._end = 0
         self._reply: AssistantMessage | None = None
         self._tools: dict[str, ToolBlock] = {}
+        self._results: dict[str, str] | None = None
+        """Tool results by call id, built when first needed (see `_result_of`)."""
         self._checkpoints: dict[int, CheckpointBlock] = {}
         self._interrupted = False
         """The reply just built was cut off by a failed stream (its turn's notice says so)."""
@@ -121,17 +123,18 @@ class Transcript(VerticalScroll):
                     message.add_class("-interrupted")
                 out.append(message)
             for call in event.calls:
-                tool_block = ToolBlock(call.id, call.name, call.arguments or "")
+                tool_block = ToolBlock(call.id, call.name, call.arguments or "", live=live)
+                if not live:
+                    found = self._result_of(call.id)
+                    if found is not None:
+                        tool_block.set_result(found)
                 self._tools[tool_block.call_id] = tool_block
                 out.append(tool_block)
             return out
         if isinstance(event, ev.ToolResult):
             called = self._tools.get(event.call_id)
-            if called is not None:
-                if called.is_mounted:
-                    called.set_result(event.content)
-                else:
-                    called.result = event.content
+            if called is not None and called.result != event.content:
+                called.set_result(event.content)
             return []
         if isinstance(event, ev.TurnEnd):
             interrupted, self._interrupted = self._interrupted, False
@@ -175,6 +178,15 @@ class Transcript(VerticalScroll):
             return []
         return []
 
+    def _result_of(self, call_id: str) -> str | None:
+        """A call's result wherever it is in the log (it may be in a chunk not loaded yet):
+        indexed on the first call built from the log, so a thread without tools pays nothing."""
+        if self._results is None:
+            self._results = {
+                e.call_id: e.content for e in self.events if isinstance(e, ev.ToolResult)
+            }
+        return self._results.get(call_id)
+
     async def _discard(self, reply: AssistantMessage) -> None:
         await reply.finish(reply.text)  # stops its stream pump first
         await reply.remove()
@@ -194,6 +206,8 @@ class Transcript(VerticalScroll):
     def show_event(self, event: LogEvent) -> None:
         """A live event, just appended to the log."""
         self.events.append(event)
+        if self._results is not None and isinstance(event, ev.ToolResult):
+            self._results[event.call_id] = event.content
         if self._end < len(self.events) - 1:
             # The user is reading older history: newer events wait behind the
             # "newer" button instead of pulling the window (and memory) along.
@@ -240,6 +254,7 @@ class Transcript(VerticalScroll):
     def load(self, events: Iterable[LogEvent]) -> None:
         """Show the newest part of a thread; earlier parts load on demand."""
         self.events = list(events)
+        self._results = None
         self._end = len(self.events)
         self._start = max(0, self._end - CHUNK)
         self.mount_all(self._build_range(self._start, self._end))
