@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
@@ -43,6 +43,8 @@ from tui.bridge import (
     ReplyStreamed,
 )
 from tui.messages import OpenBatch, PromptSubmitted, QueueItemEdit, QueueItemRemove
+from tui.typed import stray_character
+from tui.widgets.new_output import NewOutputMarker
 from tui.widgets.prompt_input import PromptInput
 from tui.widgets.slash_menu import SlashMenu
 from tui.widgets.status_strip import StatusStrip
@@ -92,6 +94,7 @@ class ChatScreen(Screen[None]):
         yield TitleBar()
         with Horizontal(id="body"), Vertical(id="chat"):
             yield Transcript(id="transcript")
+            yield NewOutputMarker(id="new-output")
             yield StatusStrip(self.settings.clock, id="status")
             yield SlashMenu(id="slash")
             yield PromptInput(id="prompt")
@@ -100,6 +103,7 @@ class ChatScreen(Screen[None]):
     def on_mount(self) -> None:
         prompt = self.query_one(PromptInput)
         prompt.menu = self.query_one(SlashMenu)
+        self.query_one(Transcript).marker = self.query_one(NewOutputMarker)
         prompt.focus()
         self.post_message(self.Ready())
 
@@ -239,6 +243,8 @@ class ChatScreen(Screen[None]):
         message.stop()
         prompt = self.query_one(PromptInput)
         text = message.text
+        # Whatever was sent, the user wants to see what comes of it.
+        self.query_one(Transcript).jump_to_end()
         if self.runtime is None:
             prompt.give_back(text)
             return
@@ -271,6 +277,29 @@ class ChatScreen(Screen[None]):
             # Not accepted (a full disk, a read-only view): the text goes back.
             prompt.give_back(text)
             self._notice(f"Not sent: {exc}. Your text is back in the input.", "error")
+
+    @on(NewOutputMarker.Jump)
+    def _jump(self, message: NewOutputMarker.Jump) -> None:
+        message.stop()
+        self.query_one(Transcript).jump_to_end()
+
+    def on_key(self, event: events.Key) -> None:
+        """A character typed on the transcript or the queue goes to the prompt (tui.typed)."""
+        character = stray_character(self, event)
+        focused = self.focused
+        if character is None or (focused is not None and self._in_inspector(focused)):
+            return
+        prompt = self.query_one(PromptInput)
+        if not prompt.display or self.app.has_class("-inspector-full"):
+            return
+        event.stop()
+        event.prevent_default()
+        self.set_focus(prompt)
+        prompt.insert(character)
+
+    def _in_inspector(self, widget: Any) -> bool:
+        inspector = self._inspector_widget
+        return inspector is not None and (widget is inspector or inspector in widget.ancestors)
 
     @on(QueueItemRemove)
     def _remove_item(self, message: QueueItemRemove) -> None:
