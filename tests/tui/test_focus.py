@@ -192,3 +192,41 @@ async def test_typing_on_the_batches_table_starts_a_search(app_factory, server):
         box = app.query_one(SearchBox)
         assert app.query_one("#inspector-tabs", TabbedContent).active == "search"
         assert box.value == "code 7" and box.has_focus
+
+
+async def test_tab_from_the_prompt_reaches_the_queue(app_factory, server):
+    """README and help: Tab from the prompt moves to the queue; Delete removes an item there.
+    With nothing queued, Tab moves the focus as usual."""
+    from engine import events as ev
+    from tests.support import of_kind
+    from tui.widgets.status_strip import QueueList
+
+    server.script(s.text("slow", hold="before"), s.text("b answer"))
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        await pilot.press("tab")
+        await pilot.pause()
+        assert app.query_one(Transcript).has_focus  # nothing queued: the usual order
+        await pilot.press("shift+tab")
+        await pilot.pause()
+        await type_text(pilot, "a")
+        await pilot.press("enter")
+        await server.wait_requests(1)
+        for text in ("b", "x"):
+            await type_text(pilot, text)
+            await pilot.press("enter")
+        await pilot.pause()
+        queue = app.query_one(QueueList)
+        assert queue.option_count == 2
+        assert "focus_queue" in [b.binding.action for b in app.screen.active_bindings.values()]
+        await pilot.press("tab")
+        await pilot.pause()
+        assert queue.has_focus
+        await pilot.press("down", "delete")
+        await pilot.pause()
+        assert queue.option_count == 1
+        server.release()
+        await settle(pilot)
+        texts = [e.text for e in of_kind(app.runtime.thread.log.events, ev.UserMessage)]
+        assert texts == ["a", "b"]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from textual import events, on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
@@ -47,7 +48,7 @@ from tui.typed import stray_character
 from tui.widgets.new_output import NewOutputMarker
 from tui.widgets.prompt_input import PromptInput
 from tui.widgets.slash_menu import SlashMenu
-from tui.widgets.status_strip import StatusStrip
+from tui.widgets.status_strip import QueueList, StatusStrip
 from tui.widgets.title_bar import TitleBar
 from tui.widgets.transcript import Transcript
 
@@ -70,6 +71,14 @@ class ChatSettings:
 
 
 class ChatScreen(Screen[None]):
+    # Tab from the prompt goes to the queue while prompts wait in it (README, help);
+    # otherwise, and from anywhere else, it moves the focus as usual.
+    BINDINGS = [
+        Binding("tab", "focus_queue", "Queue"),
+        Binding("tab", "app.focus_next", "Focus next", show=False),
+        Binding("shift+tab", "app.focus_previous", "Focus previous", show=False),
+    ]
+
     @dataclass
     class Ready(Message):
         """The screen is composed: a thread can be shown now."""
@@ -85,6 +94,7 @@ class ChatScreen(Screen[None]):
         self.runtime: Runtime | None = None
         self._bridge: Bridge | None = None
         self._inspector_widget: Any = None
+        self._queued = False
 
     @property
     def trove(self) -> TroveApp:
@@ -227,7 +237,11 @@ class ChatScreen(Screen[None]):
             strip.set_activity(f"replying (turn {state.running_turn}) — Esc cancels", timed=True)
         else:
             strip.set_activity("")
+        queued = bool(state.queue)
         strip.set_queue([(item.id, item.text, item.placement) for item in state.queue])
+        if queued != self._queued:
+            self._queued = queued
+            self.refresh_bindings()  # the footer offers "Tab Queue" only while prompts wait
         self._sync_bindings()
 
     def _update_context(self) -> None:
@@ -277,6 +291,15 @@ class ChatScreen(Screen[None]):
             # Not accepted (a full disk, a read-only view): the text goes back.
             prompt.give_back(text)
             self._notice(f"Not sent: {exc}. Your text is back in the input.", "error")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "focus_queue":
+            queue = self.query_one(QueueList)
+            return queue.option_count > 0 and self.focused is self.query_one(PromptInput)
+        return True
+
+    def action_focus_queue(self) -> None:
+        self.query_one(QueueList).focus()
 
     @on(NewOutputMarker.Jump)
     def _jump(self, message: NewOutputMarker.Jump) -> None:
