@@ -230,3 +230,42 @@ async def test_tab_from_the_prompt_reaches_the_queue(app_factory, server):
         await settle(pilot)
         texts = [e.text for e in of_kind(app.runtime.thread.log.events, ev.UserMessage)]
         assert texts == ["a", "b"]
+
+
+async def test_at_80_columns_the_header_keeps_the_context_figure(app_factory, server):
+    """Issue 12 item 11: a real thread id and a long model label at 80 columns; the context
+    figure stays, less important parts of the header give way first."""
+    from tui.widgets.title_bar import TitleBar
+
+    app = app_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        title = app.query_one(TitleBar)
+        title.thread = "20261201-025426-ab12"
+        title.model = "local · SmolLM2-135M-Instruct · offline"
+        title.context_used = 0.42
+        await pilot.pause()
+        shown = str(title.render())
+        assert len(shown) <= 78
+        assert shown.rstrip().endswith("context 42%")
+        assert "20261201-025426-ab12" in shown
+        await pilot.resize_terminal(120, 24)
+        await pilot.pause()
+        assert "model local · SmolLM2-135M-Instruct · offline" in str(title.render())
+
+
+async def test_at_80_columns_the_inspector_takes_the_screen(app_factory, server):
+    """A 40/40 split is too cramped to read an archive: at 80 columns the inspector takes the
+    whole width (Esc gives the chat back)."""
+    from tui.inspector.inspector import ArchiveInspector
+
+    app = app_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: app.chat.inspector_shown)
+        await pilot.pause()
+        assert app.query_one(ArchiveInspector).size.width == 80
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.query_one(PromptInput).has_focus and not app.chat.inspector_shown

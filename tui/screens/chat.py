@@ -55,8 +55,9 @@ from tui.widgets.transcript import Transcript
 if TYPE_CHECKING:
     from tui.app import TroveApp
 
-NARROW = 80
-"""Below this width the inspector takes the whole screen."""
+NARROW = 100
+"""Below this width the inspector takes the whole screen: half of 80 columns is too
+narrow to read an archive page beside the chat."""
 
 
 @dataclass(frozen=True)
