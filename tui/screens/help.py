@@ -18,7 +18,7 @@ KEYS = [
     ("Up / Down", "prompt history (on the first / last line)"),
     ("/", "command completion (Tab or Enter picks)"),
     ("Esc", "cancel the running reply or compaction"),
-    ("Tab", "from the prompt: the queue, when prompts wait (Delete removes, E edits)"),
+    ("Tab", "from the prompt: the queue (Delete removes, E edits)"),
     ("End", "in the transcript: jump to the newest output"),
     ("Ctrl+O", "toggle the archive inspector"),
     ("F2", "next inspector tab"),
