@@ -234,6 +234,19 @@ def test_inspector_full_screen_on_60_columns(snap_compare, app_factory, server):
     assert snap_compare(archived(app_factory), terminal_size=(60, 24), run_before=run_before)
 
 
+def test_inspector_search_on_80_columns(snap_compare, app_factory, server):
+    """80x24: the inspector takes the whole width (no 40/40 split), on its Search tab with
+    the deploy code typed in the box and its matches listed below at full width; the header
+    still ends with the context figure."""
+
+    async def run_before(pilot: Any) -> None:
+        await archive_scenario(pilot, server)
+        await open_inspector(pilot)
+        await search_code(pilot)
+
+    assert snap_compare(archived(app_factory), terminal_size=(80, 24), run_before=run_before)
+
+
 def test_inspector_with_task_continuity_off(snap_compare, app_factory):
     """task_continuity.enabled: false — the inspector shows one bordered message, "Task
     continuity is off ... nothing is archived", instead of its tabs."""

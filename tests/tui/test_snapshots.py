@@ -81,8 +81,8 @@ def test_slash_completion_open(snap_compare, app_factory):
 def test_compaction_in_flight_with_queued_prompt_and_injection(snap_compare, app_factory, server):
     """The seed's terminal scenario, frozen while the summary is held: both exchanges, the
     injected context (labelled "context"), the "compacting — Esc cancels; you can keep
-    typing" indicator, "1. [queued] typed while compacting" above an empty prompt, and Esc
-    Cancel in the footer."""
+    typing" indicator, "1. [queued] typed while compacting" above an empty prompt, and Tab
+    Queue and Esc Cancel in the footer."""
     server.script(s.text("first answer"), s.text("second answer"), s.text("summary", hold="before"))
 
     async def run_before(pilot: Any) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -28,9 +28,10 @@ from tui.inspector.batches_tab import BatchesTab
 from tui.inspector.messages import OpenSource
 from tui.inspector.notes_tab import NotesTab
 from tui.inspector.reader_tab import ReaderTab
-from tui.inspector.search_tab import SearchTab
+from tui.inspector.search_tab import SearchBox, SearchTab
 from tui.inspector.status_words import DISABLED
 from tui.inspector.tab import InspectorTab
+from tui.typed import stray_character
 
 TABS = ("batches", "search", "reader", "notes")
 OPENING = "Opening the thread…"
@@ -146,6 +147,25 @@ class ArchiveInspector(Vertical):
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         event.stop()
         self.refresh_data()
+        if self.display:
+            # Once the pane is shown: focus cannot go to a widget still hidden.
+            self.call_after_refresh(self.focus_default)
+
+    def on_key(self, event: events.Key) -> None:
+        """A character typed on a list or the reader starts (or goes on with) a search:
+        only the Search tab takes text, and typed text must land somewhere."""
+        character = stray_character(self.screen, event)
+        if character is None or self.context is None:
+            return
+        event.stop()
+        event.prevent_default()
+        tabs = self.query_one(TabbedContent)
+        box = self.query_one(SearchBox)
+        box.insert_text_at_cursor(character)
+        if tabs.active != "search":
+            tabs.active = "search"  # focus follows once the tab is shown
+        else:
+            box.focus()
 
     # -- keys ------------------------------------------------------------------------
 
@@ -170,4 +190,3 @@ class ArchiveInspector(Vertical):
         tabs = self.query_one(TabbedContent)
         at = TABS.index(tabs.active) if tabs.active in TABS else 0
         tabs.active = TABS[(at + step) % len(TABS)]
-        self._active_tab().focus_default()

@@ -85,7 +85,13 @@ class SearchTab(InspectorTab):
         self.results: list[dict[str, Any]] = []
 
     def compose(self) -> ComposeResult:
-        box = SearchBox(placeholder="exact words or a code, then Enter", id="search-box")
+        # Not selected on focus: a character typed elsewhere in the inspector lands in
+        # the box before it takes focus, and must not be replaced by the next one.
+        box = SearchBox(
+            placeholder="exact words or a code, then Enter",
+            id="search-box",
+            select_on_focus=False,
+        )
         box.cursor_blink = False
         yield box
         yield Static(Content.styled(HELP, "$text-muted"), id="search-status", classes="status")

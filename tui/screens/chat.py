@@ -13,8 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
@@ -43,9 +44,11 @@ from tui.bridge import (
     ReplyStreamed,
 )
 from tui.messages import OpenBatch, PromptSubmitted, QueueItemEdit, QueueItemRemove
+from tui.typed import stray_character
+from tui.widgets.new_output import NewOutputMarker
 from tui.widgets.prompt_input import PromptInput
 from tui.widgets.slash_menu import SlashMenu
-from tui.widgets.status_strip import StatusStrip
+from tui.widgets.status_strip import QueueList, StatusStrip
 from tui.widgets.title_bar import TitleBar
 from tui.widgets.transcript import Transcript
 from tui.widgets.welcome import TinyModelNote, Welcome, is_empty, placeholder, tiny_offline
@@ -53,8 +56,9 @@ from tui.widgets.welcome import TinyModelNote, Welcome, is_empty, placeholder, t
 if TYPE_CHECKING:
     from tui.app import TroveApp
 
-NARROW = 80
-"""Below this width the inspector takes the whole screen."""
+NARROW = 100
+"""Below this width the inspector takes the whole screen: half of 80 columns is too
+narrow to read an archive page beside the chat."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,14 @@ class ChatSettings:
 
 
 class ChatScreen(Screen[None]):
+    # Tab from the prompt goes to the queue while prompts wait in it (README, help);
+    # otherwise, and from anywhere else, it moves the focus as usual.
+    BINDINGS = [
+        Binding("tab", "focus_queue", "Queue"),
+        Binding("tab", "app.focus_next", "Focus next", show=False),
+        Binding("shift+tab", "app.focus_previous", "Focus previous", show=False),
+    ]
+
     @dataclass
     class Ready(Message):
         """The screen is composed: a thread can be shown now."""
@@ -84,6 +96,7 @@ class ChatScreen(Screen[None]):
         self.runtime: Runtime | None = None
         self._bridge: Bridge | None = None
         self._inspector_widget: Any = None
+        self._queued = False
 
     @property
     def trove(self) -> TroveApp:
@@ -93,6 +106,7 @@ class ChatScreen(Screen[None]):
         yield TitleBar()
         with Horizontal(id="body"), Vertical(id="chat"):
             yield Transcript(id="transcript")
+            yield NewOutputMarker(id="new-output")
             yield StatusStrip(self.settings.clock, id="status")
             yield SlashMenu(id="slash")
             yield PromptInput(id="prompt")
@@ -104,6 +118,7 @@ class ChatScreen(Screen[None]):
         prompt.placeholder = placeholder(
             self.settings.model_label, self.trove.backend, self.settings.configured
         )
+        self.query_one(Transcript).marker = self.query_one(NewOutputMarker)
         prompt.focus()
         self.post_message(self.Ready())
 
@@ -232,7 +247,11 @@ class ChatScreen(Screen[None]):
             strip.set_activity(f"replying (turn {state.running_turn}) — Esc cancels", timed=True)
         else:
             strip.set_activity("")
+        queued = bool(state.queue)
         strip.set_queue([(item.id, item.text, item.placement) for item in state.queue])
+        if queued != self._queued:
+            self._queued = queued
+            self.refresh_bindings()  # the footer offers "Tab Queue" only while prompts wait
         self._sync_bindings()
 
     def _update_context(self) -> None:
@@ -248,6 +267,8 @@ class ChatScreen(Screen[None]):
         message.stop()
         prompt = self.query_one(PromptInput)
         text = message.text
+        # Whatever was sent, the user wants to see what comes of it.
+        self.query_one(Transcript).jump_to_end()
         if self.runtime is None:
             prompt.give_back(text)
             return
@@ -280,6 +301,38 @@ class ChatScreen(Screen[None]):
             # Not accepted (a full disk, a read-only view): the text goes back.
             prompt.give_back(text)
             self._notice(f"Not sent: {exc}. Your text is back in the input.", "error")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "focus_queue":
+            queue = self.query_one(QueueList)
+            return queue.option_count > 0 and self.focused is self.query_one(PromptInput)
+        return True
+
+    def action_focus_queue(self) -> None:
+        self.query_one(QueueList).focus()
+
+    @on(NewOutputMarker.Jump)
+    def _jump(self, message: NewOutputMarker.Jump) -> None:
+        message.stop()
+        self.query_one(Transcript).jump_to_end()
+
+    def on_key(self, event: events.Key) -> None:
+        """A character typed on the transcript or the queue goes to the prompt (tui.typed)."""
+        character = stray_character(self, event)
+        focused = self.focused
+        if character is None or (focused is not None and self._in_inspector(focused)):
+            return
+        prompt = self.query_one(PromptInput)
+        if not prompt.display or self.app.has_class("-inspector-full"):
+            return
+        event.stop()
+        event.prevent_default()
+        self.set_focus(prompt)
+        prompt.insert(character)
+
+    def _in_inspector(self, widget: Any) -> bool:
+        inspector = self._inspector_widget
+        return inspector is not None and (widget is inspector or inspector in widget.ancestors)
 
     @on(QueueItemRemove)
     def _remove_item(self, message: QueueItemRemove) -> None:

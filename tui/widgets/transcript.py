@@ -22,6 +22,7 @@ from engine import events as ev
 from engine.events import LogEvent
 from tui.widgets.chat_message import Notice, PastReply, UserMessage
 from tui.widgets.checkpoint_block import CheckpointBlock
+from tui.widgets.new_output import NewOutputMarker
 from tui.widgets.tool_block import ToolBlock
 
 if TYPE_CHECKING:
@@ -79,6 +80,8 @@ class Transcript(VerticalScroll):
         self._checkpoints: dict[int, CheckpointBlock] = {}
         self._interrupted = False
         """The reply just built was cut off by a failed stream (its turn's notice says so)."""
+        self.marker: NewOutputMarker | None = None
+        """Says output arrived while the user reads back (the chat screen sets it)."""
 
     # -- building widgets from events -------------------------------------------
 
@@ -212,10 +215,12 @@ class Transcript(VerticalScroll):
             # The user is reading older history: newer events wait behind the
             # "newer" button instead of pulling the window (and memory) along.
             self._update_buttons()
+            self._show_marker(True)
             return
         self._end = len(self.events)
         widgets = self._build(event, live=True)
         if widgets:
+            self._output_arrives()
             self.mount_all(widgets, before=self._newer_button())
             self._trim(top=True)
 
@@ -223,15 +228,65 @@ class Transcript(VerticalScroll):
         if self._end < len(self.events):
             return
         if self._reply is None:
+            self._output_arrives()
             self._reply = _assistant_message()()
             self.mount(self._reply)
         self._reply.write(text)
 
     def notice(self, text: str, variant: str = "") -> Notice:
         widget = Notice(text, variant=variant)
+        self._output_arrives()
         self.mount(widget, before=self._newer_button())
         self._trim(top=True)
         return widget
+
+    # -- following the end --------------------------------------------------------------
+    #
+    # Textual's anchor keeps the view at the end while new widgets grow the
+    # transcript, until the user scrolls. A scroll key pressed at the end
+    # releases the anchor without moving the view (Down on the last line), and
+    # Textual re-anchors only when the position changes: every reply after
+    # that would grow out of sight. Here a scroll that leaves the view at the
+    # end always follows again, and only a view scrolled up stays put.
+
+    @property
+    def at_end(self) -> bool:
+        return self.scroll_y >= self.max_scroll_y - 1
+
+    def release_anchor(self) -> None:
+        super().release_anchor()
+        self.call_after_refresh(self._follow_if_at_end)
+
+    def _follow_if_at_end(self) -> None:
+        if self.at_end and self.scroll_target_y >= self.max_scroll_y - 1:
+            self.anchor()
+            self._show_marker(False)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if self.marker is not None and self.marker.display and self.at_end:
+            self._show_marker(self._end < len(self.events))
+
+    def _output_arrives(self) -> None:
+        """New output is about to be shown: the marker says so when the user reads back."""
+        if not self.at_end or self._end < len(self.events):
+            self._show_marker(True)
+
+    def _show_marker(self, shown: bool) -> None:
+        if self.marker is not None:
+            self.marker.show(shown)
+
+    def jump_to_end(self) -> None:
+        """Show the newest output and follow it (a send, the marker, End)."""
+        if self._end < len(self.events):
+            self.remove_children()
+            self._reply = None
+            self.load(self.events)
+        self.anchor()
+        self._show_marker(False)
+
+    def action_scroll_end(self) -> None:
+        self.jump_to_end()
 
     # -- the window over the log -------------------------------------------------------
     #
