@@ -289,7 +289,8 @@ class TroveApp(App[int]):
         armed, self._quit_armed = self._quit_armed, False
         if self._cancel_running():
             return
-        selected = self.screen.get_selected_text()
+        # Text selected in a text box, or with the mouse on screen: Ctrl+C copies it.
+        selected = getattr(self.focused, "selected_text", "") or self.screen.get_selected_text()
         if selected:
             copy_text(self, selected)
             self.notify("Copied the selected text.")

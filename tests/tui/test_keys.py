@@ -155,6 +155,19 @@ async def test_ctrl_c_clears_the_draft_and_up_brings_it_back(app_factory, server
         assert not of_kind(app.runtime.thread.log.events, ev.InboxQueued)
 
 
+async def test_ctrl_c_copies_text_selected_in_the_prompt(app_factory, server):
+    app = app_factory()
+    copied: list[str] = []
+    app.copy_to_clipboard = copied.append  # type: ignore[method-assign]
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        await type_text(pilot, "keep me")
+        await pilot.press("shift+home", "ctrl+c")
+        await pilot.pause()
+        assert copied == ["keep me"]
+        assert app.query_one(PromptInput).text == "keep me"
+
+
 async def test_ctrl_c_never_drops_a_queued_prompt_being_edited(app_factory, server):
     """Ctrl+C cancels the reply first; the queued prompt runs as its own turn; the next
     Ctrl+C drops only the edit (the text stays reachable with Up)."""
