@@ -119,10 +119,10 @@ class TroveApp(App[int]):
         """Made when the chat screen is ready, from the settings as they are then."""
         self.theme = config.ui.theme
         self._offered: bool | None = None
+        """Whether the footer last offered Esc (None: not yet drawn)."""
         self._quit_armed = False
         """A Ctrl+C on an empty prompt was the last key: the next one quits."""
         self._disarm_timer: Timer | None = None
-        """Whether the footer last offered Esc (None: not yet drawn)."""
 
     def get_default_screen(self) -> Screen[Any]:
         return self.chat

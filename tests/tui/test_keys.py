@@ -107,7 +107,8 @@ async def test_ctrl_c_cancels_the_running_reply(app_factory, server):
         await server.wait_requests(1)
         await until(pilot, lambda: bool(app.runtime.driver.partial_reply))
         await type_text(pilot, "later")
-        await pilot.press("enter")  # queued behind the reply
+        await pilot.press("enter")  # queued behind the reply: said once, with how to steer
+        await until(pilot, lambda: any("Ctrl+S" in n.message for n in app._notifications))
         await pilot.press("ctrl+c")
         await settle(pilot)
         server.release()
