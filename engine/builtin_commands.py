@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from engine.commands import CommandError, FrontEnd
 from engine.compaction import CompactionCancelled, CompactionError
+from engine.driver import DriverClosedError
 from engine.export import export_thread
 from engine.session import LOG_NAME, ThreadNotFoundError, fork_thread, list_threads, thread_dir
 
@@ -84,6 +85,27 @@ def register_builtins(runtime: Runtime, front: FrontEnd | None) -> None:
         ]
         return "\n".join(["Threads (newest first, * is this one):", *lines])
 
+    @registry.add(
+        "steer",
+        "add TEXT to the running reply before its next model request",
+        takes_args=True,
+        usage="TEXT",
+    )
+    async def _steer(args: str) -> str:
+        if not args:
+            raise CommandError("/steer TEXT: say what the running reply should take into account")
+        driver = runtime.driver
+        steering = driver.accepts_next_step
+        try:
+            item = driver.send(args, placement="next-step")
+        except (OSError, DriverClosedError) as exc:
+            raise CommandError(f"Not sent: {exc}.") from exc
+        if steering:
+            return (
+                f"Steering the running reply (#{item}): the model reads it before its next request."
+            )
+        return f"Nothing to steer right now: sent as a prompt of its own (#{item})."
+
     if front is not None:
         _register_switches(runtime, front)
         for command in front.actions():
@@ -95,6 +117,11 @@ def _register_switches(runtime: Runtime, front: FrontEnd) -> None:
 
     @registry.add("new", "start a new thread", show="quiet")
     async def _new(args: str) -> str:
+        front.open_thread(None)
+        return "new thread"
+
+    @registry.add("clear", "start a new thread (this one stays in /threads)", show="quiet")
+    async def _clear(args: str) -> str:
         front.open_thread(None)
         return "new thread"
 

@@ -91,3 +91,47 @@ def test_threads_lists_and_switches(env: Env, server: ScriptedServer) -> None:
     assert _prompts(threads[first]) == ["in the first", "back in the first"]
     assert _prompts(threads[second]) == ["in the second"]
     assert "no thread 'nope' (/threads lists them)" in result.stderr
+
+
+def test_steer_and_clear_in_the_repl(env: Env, server: ScriptedServer) -> None:
+    """Piped input runs one line at a time, so nothing runs to steer: /steer says so and
+    its text runs as a prompt of its own; /clear starts a new thread."""
+    server.script(s.text("first answer"), s.text("second answer"))
+    result = trove("--plain", *env.common, stdin="/steer be brief\n/clear\nagain\n")
+    assert result.returncode == 0, result.stderr
+    assert "Nothing to steer right now: sent as a prompt of its own" in result.stdout
+    threads = _threads(env.home)
+    assert sorted(_prompts(events) for events in threads.values()) == [["again"], ["be brief"]]
+
+
+async def test_steer_command_reaches_the_running_turn(tmp_path: Path, server: ScriptedServer):
+    """/steer is the engine's, the same in every front end: held between two requests of a
+    turn, its text joins that turn before the next request."""
+    import asyncio
+
+    from engine.config import parse_config
+    from engine.runtime import Runtime
+    from engine.tools import ToolBox
+    from tests.support import client_for, echo_tool, opened
+
+    server.script(
+        s.tool_calls([("echo", {"text": "x"})]), s.text("done", hold="before"), s.text("ok")
+    )
+    config = parse_config(
+        {"model": {"base_url": server.base_url, "api_key": "k", "max_retries": 0}},
+        source="test",
+        env={},
+    )
+    runtime = opened(Runtime.open(config, tmp_path, model=client_for(server)))
+    runtime.driver.tools = ToolBox([echo_tool()])
+    runtime.driver.send("start")
+    await server.wait_requests(2)
+    result = await runtime.commands.run("/steer mention pong")
+    assert result.ok and result.text.startswith("Steering the running reply")
+    server.release()
+    await asyncio.wait_for(runtime.driver.when_idle(), 10)
+    steered = [
+        e for e in runtime.thread.log.events if isinstance(e, ev.UserMessage) and e.placement
+    ]
+    assert [(e.text, e.placement) for e in steered] == [("mention pong", "next-step")]
+    assert any(m.get("content") == "mention pong" for m in server.requests[-1]["messages"])

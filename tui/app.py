@@ -17,10 +17,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from textual import work
+from textual import events, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.worker import Worker
 
 from engine.backend import Backend
@@ -35,6 +36,8 @@ from tui.controller import ThreadController
 from tui.screens.chat import ChatScreen, ChatSettings
 from tui.startup import resume_collection
 
+QUIT_WINDOW = 3.0
+"""Seconds a first Ctrl+C on an empty prompt waits for the second that quits."""
 WARM_AFTER = 1.0
 """Seconds after a thread opens before the model client's import is paid."""
 
@@ -62,13 +65,23 @@ def freeze_long_lived() -> None:
 class TroveApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "Trove"
+    # The tooltips are what F1 help says of each key (tui.screens.help reads them).
     BINDINGS = [
-        Binding("escape", "cancel", "Cancel"),
-        Binding("ctrl+o", "toggle_inspector", "Archive"),
-        Binding("ctrl+t", "threads", "Threads"),
-        Binding("ctrl+y", "copy_reply", "Copy reply"),
-        Binding("f1", "help", "Help"),
-        Binding("ctrl+q", "quit", "Quit", priority=True),
+        Binding("escape", "cancel", "Cancel", tooltip="cancel the running reply or compaction"),
+        Binding(
+            "ctrl+c",
+            "interrupt",
+            "Interrupt",
+            show=False,
+            priority=True,
+            tooltip="cancel what runs; else clear the prompt (Up brings it back); "
+            "on an empty prompt, twice to quit",
+        ),
+        Binding("ctrl+o", "toggle_inspector", "Archive", tooltip="show or hide the archive"),
+        Binding("ctrl+t", "threads", "Threads", tooltip="switch to another thread"),
+        Binding("ctrl+y", "copy_reply", "Copy reply", tooltip="copy the last reply"),
+        Binding("f1", "help", "Help", tooltip="this help"),
+        Binding("ctrl+q", "quit", "Quit", priority=True, tooltip="quit"),
     ]
 
     def __init__(
@@ -112,6 +125,9 @@ class TroveApp(App[int]):
         self.resume_hint: str | None = None
         """`resume with: trove --thread ID` once the app quits in a thread with history."""
         """Whether the footer last offered Esc (None: not yet drawn)."""
+        self._quit_armed = False
+        """A Ctrl+C on an empty prompt was the last key: the next one quits."""
+        self._disarm_timer: Timer | None = None
 
     def get_default_screen(self) -> Screen[Any]:
         return self.chat
@@ -276,15 +292,47 @@ class TroveApp(App[int]):
 
     # -- actions ---------------------------------------------------------------------------
 
-    def action_cancel(self) -> None:
+    def _cancel_running(self) -> bool:
+        """Cancel the newest running command (a /compact), else the running turn."""
         running = [w for w in self.commands_running if w.is_running]
         if running:
             running[-1].cancel()
-            return
-        if self.runtime is not None and self.runtime.driver.cancel():
-            return
-        if self.chat.inspector_shown:
+            return True
+        return self.runtime is not None and self.runtime.driver.cancel()
+
+    def action_cancel(self) -> None:
+        if not self._cancel_running() and self.chat.inspector_shown:
             self.call_later(self.chat.show_inspector, False)
+
+    def action_interrupt(self) -> None:
+        """Ctrl+C as terminal chat apps have it: stop what runs, else clear, else quit."""
+        armed, self._quit_armed = self._quit_armed, False
+        if self._cancel_running():
+            return
+        # Text selected in a text box, or with the mouse on screen: Ctrl+C copies it.
+        selected = getattr(self.focused, "selected_text", "") or self.screen.get_selected_text()
+        if selected:
+            copy_text(self, selected)
+            self.notify("Copied the selected text.")
+            return
+        if self.chat.clear_draft():
+            return
+        if armed:
+            self.call_later(self.action_quit)
+            return
+        self._quit_armed = True
+        self.notify("Press Ctrl+C again to quit.", timeout=QUIT_WINDOW)
+        if self._disarm_timer is not None:
+            self._disarm_timer.stop()
+        self._disarm_timer = self.set_timer(QUIT_WINDOW, self._disarm)
+
+    def _disarm(self) -> None:
+        self._quit_armed = False
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and event.key != "ctrl+c":
+            self._quit_armed = False  # the second Ctrl+C must come next to quit
+        await super().on_event(event)
 
     async def action_toggle_inspector(self) -> None:
         await self.chat.toggle_inspector()
@@ -292,7 +340,9 @@ class TroveApp(App[int]):
     def action_help(self) -> None:
         from tui.screens.help import HelpScreen
 
-        self.push_screen(HelpScreen(self.command_list(), self._help_notes()))
+        commands: Iterable[Command] = [] if self.runtime is None else self.runtime.commands
+        listed = [(f"{c.name} {c.usage}".rstrip(), c.summary) for c in commands]
+        self.push_screen(HelpScreen(listed, self._help_notes()))
 
     def _help_notes(self) -> str:
         if not self.configured:

@@ -6,7 +6,7 @@ from typing import Any
 
 from engine import events as ev
 from tests import scripted_server as s
-from tests.tui.conftest import say, settle, type_text
+from tests.tui.conftest import say, settle, type_text, until
 
 SIZE = (100, 32)
 
@@ -67,8 +67,8 @@ def test_help_screen(snap_compare, app_factory):
 
 
 def test_slash_completion_open(snap_compare, app_factory):
-    """Typing "/c" opens a menu above the prompt with /compact (highlighted) and /copy, each
-    with its summary."""
+    """Typing "/c" opens a menu above the prompt with /clear (highlighted), /compact and
+    /copy, each with its summary."""
 
     async def run_before(pilot: Any) -> None:
         await settle(pilot)
@@ -126,3 +126,44 @@ def test_narrow_terminal(snap_compare, app_factory, server):
         await say(pilot, "a question on a narrow screen")
 
     assert snap_compare(app_factory(), terminal_size=(60, 24), run_before=run_before)
+
+
+def test_help_screen_keys(snap_compare, app_factory):
+    """F1 on a tall terminal shows every key: anywhere (Esc, Ctrl+C, Ctrl+O, Ctrl+T, Ctrl+Y,
+    F1, Ctrl+Q, Tab, Ctrl+P), in the prompt (Enter, Ctrl+S / Alt+Enter / Ctrl+Enter steer on a
+    line of their own, Ctrl+D), the queue, the transcript and the inspector (F2, Shift+F2);
+    long descriptions wrap under their own column."""
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        await pilot.press("f1")
+        await pilot.pause()
+        pilot.app.screen.query_one("VerticalScroll").scroll_end(animate=False)
+        await pilot.pause()
+
+    assert snap_compare(app_factory(), terminal_size=(100, 60), run_before=run_before)
+
+
+def test_steer_in_the_queue_strip(snap_compare, app_factory, server):
+    """A turn that ran a tool waits on its next request; below the transcript the strip says
+    "replying (turn 1) — Esc cancels" and lists "1. [steer] mention the tool result", with
+    "[steer]" in the warning colour; the prompt is empty again."""
+    from engine.tools import ToolBox
+    from tests.support import echo_tool
+
+    server.script(
+        s.tool_calls([("echo", {"text": "x"})]), s.text("done", hold="before"), s.text("ok")
+    )
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        pilot.app.runtime.driver.tools = ToolBox([echo_tool()])
+        await type_text(pilot, "start")
+        await pilot.press("enter")
+        await server.wait_requests(2)
+        await type_text(pilot, "mention the tool result")
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: bool(pilot.app.runtime.driver.inbox))
+        await pilot.pause()
+
+    assert snap_compare(app_factory(), terminal_size=SIZE, run_before=run_before)

@@ -76,7 +76,12 @@ class ChatScreen(Screen[None]):
     # Tab from the prompt goes to the queue while prompts wait in it (README, help);
     # otherwise, and from anywhere else, it moves the focus as usual.
     BINDINGS = [
-        Binding("tab", "focus_queue", "Queue"),
+        Binding(
+            "tab",
+            "focus_queue",
+            "Queue",
+            tooltip="from the prompt: the queue, while prompts wait (Delete removes, E edits)",
+        ),
         Binding("tab", "app.focus_next", "Focus next", show=False),
         Binding("shift+tab", "app.focus_previous", "Focus previous", show=False),
     ]
@@ -97,6 +102,8 @@ class ChatScreen(Screen[None]):
         self._bridge: Bridge | None = None
         self._inspector_widget: Any = None
         self._queued = False
+        self._hinted = False
+        """Whether the user was told, once, how to steer instead of queueing."""
 
     @property
     def trove(self) -> TroveApp:
@@ -296,6 +303,12 @@ class ChatScreen(Screen[None]):
                 return
             if message.steer and not driver.accepts_next_step:
                 self.app.notify("Nothing to steer right now: sent as a queued follow-up.")
+            elif not message.steer and driver.running_turn is not None and not self._hinted:
+                # Alt+Enter arrives as a plain Enter in tmux: say once how to steer instead.
+                self._hinted = True
+                self.app.notify(
+                    "Queued after this reply. Ctrl+S (or /steer TEXT) steers it instead."
+                )
             driver.send(text, placement="next-step" if message.steer else "follow-up")
         except (OSError, DriverClosedError) as exc:
             # Not accepted (a full disk, a read-only view): the text goes back.
@@ -417,6 +430,21 @@ class ChatScreen(Screen[None]):
             self.app.set_class(
                 self.inspector_shown and self.app.size.width < NARROW, "-inspector-full"
             )
+
+    def clear_draft(self) -> bool:
+        """Ctrl+C on a prompt with text: it empties, and nothing is lost (False: empty)."""
+        prompt = self.query_one(PromptInput)
+        editing = prompt.editing_item
+        if not prompt.text.strip():
+            return False
+        prompt.discard_draft()
+        if editing is not None:
+            self.app.notify(
+                f"Edit dropped: queued prompt #{editing} is unchanged. Up brings it back."
+            )
+        else:
+            self.app.notify("Prompt cleared: Up brings it back.")
+        return True
 
     def last_reply(self) -> str | None:
         """The newest reply on screen, streamed or replayed."""

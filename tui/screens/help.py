@@ -1,68 +1,161 @@
-"""/help: the registry's commands and the key bindings, in one modal."""
+"""/help and F1: the registry's commands and the key bindings, in one modal.
+
+Nothing here is written twice: the keys are read from the BINDINGS of the
+widgets that own them (a binding's tooltip, or else its description, says
+what it does) and the commands from the registry, so a key or a command
+added anywhere shows up here without anyone remembering to.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import VerticalScroll
-from textual.content import Content
-from textual.screen import ModalScreen
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.dom import DOMNode
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
-KEYS = [
-    ("Enter", "send the prompt (queued if something is running)"),
-    ("Alt+Enter", "steer: add to the running turn before its next model request"),
-    ("Shift+Enter / Ctrl+J", "new line in the prompt"),
-    ("Up / Down", "prompt history (on the first / last line)"),
-    ("/", "command completion (Tab or Enter picks)"),
-    ("Esc", "cancel the running reply or compaction"),
-    ("Tab", "from the prompt: the queue (Delete removes, E edits)"),
-    ("End", "in the transcript: jump to the newest output"),
-    ("Ctrl+O", "toggle the archive inspector"),
-    ("F2", "next inspector tab"),
-    ("n / p / c", "inspector reader: next / previous page, copy the page"),
-    ("Esc", "close the inspector (when nothing is running)"),
-    ("Ctrl+Y", "copy the last reply"),
-    ("Ctrl+P", "command palette"),
-    ("Ctrl+Q", "quit"),
-]
+NAMES = {
+    "escape": "Esc",
+    "pageup": "PgUp",
+    "pagedown": "PgDn",
+    "ctrl": "Ctrl",
+    "alt": "Alt",
+    "shift": "Shift",
+    "super": "Super",
+}
+
+Row = tuple[str, str]
+"""(keys as Textual names them, what they do)."""
+
+
+def key_label(keys: str) -> str:
+    """ "ctrl+s,alt+enter" -> "Ctrl+S / Alt+Enter", as people write keys; a lone letter
+    stays lower case (it is typed, not chorded)."""
+
+    def name(part: str) -> str:
+        if part in NAMES:
+            return NAMES[part]
+        if len(part) == 1 or (part[0] == "f" and part[1:].isdigit()):
+            return part.upper()
+        return part.title()
+
+    def one(key: str) -> str:
+        if len(key) == 1:
+            return key
+        return "+".join(name(p) for p in key.split("+"))
+
+    return " / ".join(one(k.strip()) for k in keys.split(","))
+
+
+def _rows(bindings: Iterable[BindingType]) -> list[Row]:
+    rows: list[Row] = []
+    for item in bindings:
+        binding = item if isinstance(item, Binding) else Binding(*item)
+        what = binding.tooltip or binding.description.lower()
+        if what and binding.action not in ("help_quit", "screen.copy_text"):
+            row = (binding.key, what)
+            if row not in rows:
+                rows.append(row)
+    return rows
+
+
+def _own(cls: type[DOMNode]) -> list[BindingType]:
+    """The bindings a class declares itself (inherited ones belong to its base's help)."""
+    return list(cls.__dict__.get("BINDINGS", []))
+
+
+def help_bindings() -> list[tuple[str, list[Row]]]:
+    """The sections of the help's key list, each read from the bindings of its widgets."""
+    from tui.app import TroveApp
+    from tui.inspector.batches_tab import BatchTable, SourceList
+    from tui.inspector.inspector import ArchiveInspector
+    from tui.inspector.notes_tab import NoteList
+    from tui.inspector.reader_tab import ReaderTab
+    from tui.inspector.search_tab import ResultList, SearchBox, SearchTab
+    from tui.screens.chat import ChatScreen
+    from tui.widgets.checkpoint_block import CheckpointBlock
+    from tui.widgets.prompt_input import PromptInput
+    from tui.widgets.status_strip import QueueList
+    from tui.widgets.transcript import Transcript
+
+    palette = Binding(TroveApp.COMMAND_PALETTE_BINDING, "command_palette", "command palette")
+    inspector: list[type[DOMNode]] = [ArchiveInspector, SearchTab, SearchBox, ResultList]
+    inspector += [BatchTable, SourceList, NoteList, ReaderTab]
+    sources: Sequence[tuple[str, Sequence[type[DOMNode]], list[BindingType]]] = [
+        ("Keys anywhere", [TroveApp, Screen, ChatScreen], [palette]),
+        ("Keys in the prompt", [PromptInput], []),
+        ("Keys in the queue", [QueueList], []),
+        ("Keys in the transcript", [Transcript, CheckpointBlock], []),
+        ("Keys in the archive inspector", inspector, []),
+    ]
+    sections = []
+    for title, classes, extra in sources:
+        rows = _rows([b for cls in classes for b in _own(cls)] + extra)
+        if rows:
+            sections.append((title, rows))
+    return sections
 
 
 class HelpScreen(ModalScreen[None]):
+    # A row per command or key, its description wrapping in its own column at any width.
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll {
         width: 90%;
-        max-width: 100;
-        height: 80%;
+        max-width: 110;
+        height: 90%;
         border: round $primary;
         background: $surface;
         padding: 0 1;
     }
+    HelpScreen .help-heading { color: $accent; text-style: bold; margin-top: 1; }
+    HelpScreen .help-heading.-first { margin-top: 0; }
+    HelpScreen .help-row { height: auto; }
+    HelpScreen .help-key { width: 24; padding-left: 2; text-style: bold; }
+    HelpScreen .help-key.-command { width: 18; color: $text-primary; }
+    HelpScreen .help-what { width: 1fr; }
+    HelpScreen .help-end { color: $text-muted; margin-top: 1; }
     """
     BINDINGS = [Binding("escape,q,f1", "dismiss", "Close")]
 
     def __init__(self, commands: Iterable[tuple[str, str]], notes: str = "") -> None:
+        """Commands as (name with its usage, summary), from the registry."""
         super().__init__()
         self.commands = list(commands)
         self.notes = notes
 
     def compose(self) -> ComposeResult:
-        width = max((len(name) for name, _ in self.commands), default=4) + 3
-        key_width = max(len(key) for key, _ in KEYS) + 2
-        parts: list[Content | str | tuple[str, str]] = [("Commands\n", "bold $accent")]
-        for name, summary in self.commands:
-            parts += [(f"  /{name:<{width}}", "bold $text-primary"), summary, "\n"]
-        parts += ["\n", ("Keys\n", "bold $accent")]
-        for key, action in KEYS:
-            parts += [(f"  {key:<{key_width}}", "bold"), action, "\n"]
-        if self.notes:
-            parts += ["\n", self.notes, "\n"]
-        parts += ["\n", ("Esc closes this help.", "$text-muted")]
-        with VerticalScroll():
-            yield Static(Content.assemble(*parts), id="help-text")
+        with VerticalScroll(id="help"):
+            yield Static("Commands", classes="help-heading -first")
+            for name, summary in self.commands:
+                yield _row(f"/{name}", summary, "-command")
+            for title, rows in help_bindings():
+                yield Static(title, classes="help-heading")
+                for keys, what in rows:
+                    yield _row(key_label(keys), what)
+            if self.notes:
+                yield Static(self.notes, classes="help-end")
+            yield Static("Esc closes this help.", classes="help-end")
+
+    @property
+    def text(self) -> str:
+        """What the help says, as plain lines of text ("key  what it does")."""
+        lines = []
+        for widget in self.query(".help-heading, .help-row, .help-end"):
+            parts = widget.query(Static) if widget.has_class("help-row") else [widget]
+            lines.append("  ".join(str(part.render()) for part in parts))
+        return "\n".join(lines)
 
     def action_dismiss(self) -> None:  # type: ignore[override]
         self.dismiss(None)
+
+
+def _row(key: str, what: str, kind: str = "") -> Horizontal:
+    return Horizontal(
+        Static(key, classes=f"help-key {kind}", markup=False),
+        Static(what, classes="help-what", markup=False),
+        classes="help-row",
+    )

@@ -1,6 +1,7 @@
 """The prompt: multi-line, with history and slash-command completion.
 
-Enter sends and Alt+Enter steers; Shift+Enter or Ctrl+J start a new line.
+Enter sends and Ctrl+S (or Alt+Enter where the terminal reports it) steers;
+Shift+Enter or Ctrl+J start a new line; Ctrl+D on an empty prompt quits.
 Up and Down walk the history only from the first and last line, so editing
 a long prompt never jumps away from what is being typed. Text loaded into it
 (a failed prompt back from the log, a queued prompt to edit, history) and
@@ -18,7 +19,9 @@ from tui.messages import PromptSubmitted
 from tui.widgets.slash_menu import SlashMenu
 
 NEWLINE_KEYS = "shift+enter,ctrl+j"
-STEER_KEYS = "alt+enter,ctrl+enter"
+STEER_KEYS = "ctrl+s,alt+enter,ctrl+enter"
+"""Ctrl+S first: tmux (and any terminal sending Alt+Enter as Esc, Enter) delivers Alt+Enter
+as a plain Enter and Ctrl+Enter not at all, while Ctrl+S arrives intact everywhere."""
 
 
 class PromptInput(TextArea):
@@ -34,14 +37,61 @@ class PromptInput(TextArea):
     """
     # Priority: TextArea's own key handler would otherwise insert Enter as a newline
     # before a binding is consulted.
+    # The tooltips are what F1 help says of each key (tui.screens.help reads them).
     BINDINGS = [
-        Binding("enter", "send", "Send", show=False, priority=True),
-        Binding(STEER_KEYS, "steer", "Steer", show=False, priority=True),
+        Binding(
+            "enter",
+            "send",
+            "Send",
+            show=False,
+            priority=True,
+            tooltip="send the prompt (queued while a reply runs)",
+        ),
+        Binding(
+            STEER_KEYS,
+            "steer",
+            "Steer",
+            show=False,
+            priority=True,
+            tooltip="steer: add to the running reply before its next model request "
+            "(also /steer TEXT; tmux passes only Ctrl+S)",
+        ),
         Binding(NEWLINE_KEYS, "newline", "New line", show=False, priority=True),
-        Binding("up", "up", show=False, priority=True),
-        Binding("down", "down", show=False, priority=True),
-        Binding("tab", "pick", show=False, priority=True),
-        Binding("escape", "close_menu", show=False, priority=True),
+        Binding(
+            "up",
+            "up",
+            "History",
+            show=False,
+            priority=True,
+            tooltip="previous prompt (from the first line)",
+        ),
+        Binding(
+            "down",
+            "down",
+            "History",
+            show=False,
+            priority=True,
+            tooltip="next prompt (from the last line)",
+        ),
+        Binding("tab", "pick", "Pick", show=False, priority=True, tooltip="pick from the / menu"),
+        Binding(
+            "escape",
+            "close_menu",
+            "Close menu",
+            show=False,
+            priority=True,
+            tooltip="close the / menu",
+        ),
+        # The app's copy of the last reply, not TextArea's redo (still on Super+Y).
+        Binding("ctrl+y", "app.copy_reply", show=False, priority=True),
+        Binding(
+            "ctrl+d",
+            "eof",
+            "Quit",
+            show=False,
+            priority=True,
+            tooltip="quit when the prompt is empty (else delete forward)",
+        ),
     ]
 
     def __init__(self, *, prompt_history: list[str] | None = None, id: str | None = None) -> None:
@@ -97,6 +147,18 @@ class PromptInput(TextArea):
         self.clear()
         self.post_message(PromptSubmitted(text, steer=steer))
 
+    def discard_draft(self) -> str:
+        """Empty the prompt, keeping what it held in the history (Up brings it back)
+        and leaving a queued prompt being edited as it is in the queue."""
+        text = self.text
+        if text.strip() and (not self.prompt_history or self.prompt_history[-1] != text):
+            self.prompt_history.append(text)
+        self._history_index = None
+        self._draft = ""
+        self.editing_item = None
+        self.clear()
+        return text
+
     def give_back(self, text: str) -> None:
         """A prompt the app could not take returns, ahead of anything typed since."""
         typed = self.text
@@ -138,6 +200,15 @@ class PromptInput(TextArea):
 
     def action_steer(self) -> None:
         self.call_later(self._submit, steer=True)
+
+    def action_eof(self) -> None:
+        self.call_later(self._eof)
+
+    async def _eof(self) -> None:
+        if self.text:
+            self.action_delete_right()
+        else:
+            await self.app.run_action("app.quit")
 
     def action_newline(self) -> None:
         self.call_later(self.insert, "\n")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
+from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Button
@@ -60,6 +61,9 @@ class LoadButton(Button):
 
 
 class Transcript(VerticalScroll):
+    BINDINGS = [
+        Binding("end", "scroll_end", "Newest", show=False, tooltip="jump to the newest output"),
+    ]
     DEFAULT_CSS = """
     Transcript {
         layout: stream;
