@@ -229,7 +229,9 @@ class ChatScreen(Screen[None]):
     def _update_context(self) -> None:
         if self.runtime is None:
             return
-        window = max(1, self.settings.context_window)
+        # The window pressure compaction measures against (for the offline model, the
+        # size its server runs with less the reply cap): one figure for both.
+        window = max(1, self.runtime.compaction.context_window)
         self.query_one(TitleBar).context_used = self.runtime.driver.surface.tokens / window
 
     # -- widgets → engine ----------------------------------------------------------------

@@ -1,0 +1,69 @@
+"""Issue 12 items 9-11 (NET lane) through the assembled TUI: the header's window, the retry
+notice, /copy's honest answer and the notice after a quit during /compact."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from engine.backend import Backend
+from engine.config import parse_config
+from tests import scripted_server as s
+from tests.support import client_for
+from tests.tui.conftest import FROZEN, say, settle
+from tui.app import TroveApp
+from tui.widgets.title_bar import TitleBar
+
+
+def _config(server: Any, **model: Any) -> Any:
+    data = {
+        "base_url": server.base_url,
+        "api_key": "k",
+        "name": "scripted-model",
+        "max_retries": 0,
+    }
+    data.update(model)
+    return parse_config({"model": data}, source="test", env={})
+
+
+def _offline_backend(config: Any, window: int) -> Backend:
+    """What choose_backend gives for the local model: its own window, not model.context_window."""
+    return Backend(
+        kind="local",
+        label="local · SmolLM2-135M · offline",
+        tools_enabled=False,
+        max_tokens=64,
+        context_window=window,
+        model_name="SmolLM2-135M-Instruct",
+        config=config,
+    )
+
+
+def _app(home: Path, server: Any, config: Any, backend: Backend | None = None) -> TroveApp:
+    app = TroveApp(
+        config,
+        home,
+        model=client_for(server),
+        clock=lambda: FROZEN,
+        new_thread_id="t-net",
+        backend=backend,
+    )
+    app.animation_level = "none"
+    return app
+
+
+async def test_header_divides_by_the_offline_models_window(tmp_path: Path, server: Any) -> None:
+    # Item 9: with the 128k default the header showed "context 0%" forever.
+    config = _config(server)
+    server.script(s.text("word " * 200))
+    app = _app(tmp_path / "home", server, config, _offline_backend(config, 1000))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await say(pilot, "tell me something long")
+        runtime = app.runtime
+        assert runtime is not None
+        used = runtime.driver.surface.tokens
+        # One figure: the header's and pressure compaction's window are the same.
+        assert runtime.compaction.context_window == 1000
+        assert app.query_one(TitleBar).context_used == used / 1000
+        assert app.query_one(TitleBar).context_used >= 0.1
