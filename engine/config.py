@@ -99,6 +99,13 @@ class ModelConfig(Struct, frozen=True):
             gt=0,
         ),
     ] = 600.0
+    connect_timeout: Annotated[
+        float,
+        _key(
+            "seconds to wait for a connection to the server, apart from model.timeout (> 0)",
+            gt=0,
+        ),
+    ] = 3.0
     max_tokens: (
         Annotated[
             int,
@@ -189,6 +196,22 @@ class LocalConfig(Struct, frozen=True):
     context: Annotated[int, _key("the local model's context size in tokens (>= 256)", ge=256)] = (
         4096
     )
+    max_tokens: Annotated[
+        int,
+        _key(
+            "cap on tokens per offline reply, so a tiny model cannot loop for long;"
+            " model.max_tokens overrides it (>= 16)",
+            ge=16,
+        ),
+    ] = 320
+    repeat_penalty: Annotated[
+        float,
+        _key("llama.cpp's penalty on recently used tokens; 1.0 = off (>= 1.0)", ge=1.0),
+    ] = 1.15
+    frequency_penalty: Annotated[
+        float,
+        _key("penalty growing with how often a token was used; 0.0 = off (>= 0.0)", ge=0.0),
+    ] = 0.2
 
 
 class UiConfig(Struct, frozen=True):

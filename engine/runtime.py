@@ -186,6 +186,7 @@ class Runtime:
         )
         port = Port()
         relay = DriverRelay(port, lambda: engine_state(driver, thread.log))
+        client.on_retry = relay.on_retry
         driver = Driver(
             thread.log,
             client,

@@ -24,6 +24,7 @@ from engine.port import (
     LogAppended,
     Notification,
     ReplyDelta,
+    Retrying,
     StateChanged,
 )
 from engine.runtime import Runtime
@@ -64,6 +65,13 @@ class EngineFailed(EngineMessage, bubble=False):
     text: str
 
 
+@dataclass
+class EngineRetrying(EngineMessage, bubble=False):
+    """A request failed and is being tried again ("retrying (2/3)…")."""
+
+    text: str
+
+
 class Bridge:
     """Follows one Runtime for one target (the chat screen) until closed."""
 
@@ -92,6 +100,8 @@ class Bridge:
             message = EngineStateChanged(self, notification.state)
         elif isinstance(notification, Failure):
             message = EngineFailed(self, notification.text)
+        elif isinstance(notification, Retrying):
+            message = EngineRetrying(self, notification.text)
         else:
             return
         self._target.post_message(message)

@@ -13,7 +13,7 @@ import sys
 from typing import TextIO
 
 from engine.events import AssistantMessage, CompactStart, LogEvent, TurnEnd
-from engine.port import Failure, LogAppended, Notification, ReplyDelta, Unsubscribe
+from engine.port import Failure, LogAppended, Notification, ReplyDelta, Retrying, Unsubscribe
 from engine.runtime import Runtime
 from engine.safe_text import SafeStream, safe_text
 
@@ -57,6 +57,8 @@ class StreamPrinter:
             self.on_event(notification.event)
         elif isinstance(notification, Failure):
             self.error(notification.text)
+        elif isinstance(notification, Retrying):
+            self.notice(f"[{notification.text}]")
 
     def on_delta(self, turn: int, text: str) -> None:
         text = self._safe.feed(text)

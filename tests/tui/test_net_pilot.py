@@ -67,3 +67,41 @@ async def test_header_divides_by_the_offline_models_window(tmp_path: Path, serve
         assert runtime.compaction.context_window == 1000
         assert app.query_one(TitleBar).context_used == used / 1000
         assert app.query_one(TitleBar).context_used >= 0.1
+
+
+async def test_the_status_strip_says_retrying_while_a_request_is_retried(tmp_path: Path) -> None:
+    # Item 10: about ten seconds of a plain spinner, with no word of the retries.
+    import socket
+
+    from engine.model import ModelClient
+    from tui.widgets.status_strip import StatusStrip
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    config = parse_config(
+        {"model": {"base_url": url, "api_key": "k", "max_retries": 2}}, source="t", env={}
+    )
+    app = TroveApp(
+        config,
+        tmp_path / "home",
+        model=ModelClient(base_url=url, api_key="k", model="m", max_retries=2),
+        clock=lambda: FROZEN,
+        new_thread_id="t-net",
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        strip = app.query_one(StatusStrip)
+        shown: list[str] = []
+        original = strip.set_activity
+
+        def spy(text: str, **kw: Any) -> None:
+            shown.append(text)
+            original(text, **kw)
+
+        strip.set_activity = spy  # type: ignore[method-assign]
+        await say(pilot, "hello")
+        assert any("retrying (2/3)…" in text for text in shown), shown
+        assert any("retrying (3/3)…" in text for text in shown), shown
+        assert shown[-1] == ""  # the turn failed: the notice went with it

@@ -38,6 +38,7 @@ from tui.bridge import (
     Bridge,
     EngineFailed,
     EngineMessage,
+    EngineRetrying,
     EngineStateChanged,
     LogEventAppended,
     ReplyStreamed,
@@ -83,6 +84,8 @@ class ChatScreen(Screen[None]):
         self.runtime: Runtime | None = None
         self._bridge: Bridge | None = None
         self._inspector_widget: Any = None
+        self._retrying = ""
+        """The retry the running request is on ("retrying (2/3)…"); cleared when text flows."""
 
     @property
     def trove(self) -> TroveApp:
@@ -176,6 +179,9 @@ class ChatScreen(Screen[None]):
 
     def on_reply_streamed(self, message: ReplyStreamed) -> None:
         if self._current(message):
+            if self._retrying and self.runtime is not None:
+                self._retrying = ""
+                self._show_state(self.runtime.state(), restart=False)
             try:
                 self.query_one(Transcript).delta(message.take())
             except Exception as exc:
@@ -184,6 +190,12 @@ class ChatScreen(Screen[None]):
     def on_engine_state_changed(self, message: EngineStateChanged) -> None:
         if self._current(message):
             self._show_state(message.state)
+
+    def on_engine_retrying(self, message: EngineRetrying) -> None:
+        if self._current(message):
+            assert self.runtime is not None
+            self._retrying = message.text
+            self._show_state(self.runtime.state(), restart=False)
 
     def on_engine_failed(self, message: EngineFailed) -> None:
         """The engine could not record a failure in the log (the disk): show it here."""
@@ -215,13 +227,21 @@ class ChatScreen(Screen[None]):
         if texts:
             prompt.set_value(texts[-1])
 
-    def _show_state(self, state: EngineState) -> None:
+    def _show_state(self, state: EngineState, *, restart: bool = True) -> None:
         strip = self.query_one(StatusStrip)
+        retry = f" — {self._retrying}" if self._retrying else ""
         if state.compacting:
-            strip.set_activity("compacting — Esc cancels; you can keep typing", timed=True)
+            strip.set_activity(
+                f"compacting{retry} — Esc cancels; you can keep typing", timed=True, restart=restart
+            )
         elif state.running_turn is not None:
-            strip.set_activity(f"replying (turn {state.running_turn}) — Esc cancels", timed=True)
+            strip.set_activity(
+                f"replying (turn {state.running_turn}){retry} — Esc cancels",
+                timed=True,
+                restart=restart,
+            )
         else:
+            self._retrying = ""
             strip.set_activity("")
         strip.set_queue([(item.id, item.text, item.placement) for item in state.queue])
         self._sync_bindings()
