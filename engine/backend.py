@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from engine.config import Config, ConfigError
+from engine.config import Config, ConfigError, LocalConfig
 from engine.local import (
     INSTALL_HINT,
     LocalModelClient,
@@ -51,7 +51,7 @@ BackendKind = Literal["openai", "local", "none"]
 
 # A reply cap for the local model when model.max_tokens is unset: small models
 # ramble until the context is full, which on 2 cores takes tens of seconds.
-DEFAULT_LOCAL_MAX_TOKENS = 512
+DEFAULT_LOCAL_MAX_TOKENS = LocalConfig().max_tokens
 _OPENAI_URL = "https://api.openai.com/v1"
 
 
@@ -125,7 +125,10 @@ class Backend:
         if self.kind == "local":
             assert self.local is not None
             return LocalModelClient(
-                LocalServer(self.local), max_retries=m.max_retries, timeout=m.timeout
+                LocalServer(self.local),
+                max_retries=m.max_retries,
+                timeout=m.timeout,
+                connect_timeout=m.connect_timeout,
             )
         if self.kind == "openai":
             return ModelClient(
@@ -134,6 +137,7 @@ class Backend:
                 model=m.name,
                 max_retries=m.max_retries,
                 timeout=m.timeout,
+                connect_timeout=m.connect_timeout,
                 max_tokens=self.max_tokens,
             )
         return UnconfiguredClient(self.message)
@@ -200,12 +204,14 @@ def _openai_backend(config: Config, env: Mapping[str, str]) -> Backend:
 
 def _local_backend(config: Config, path: Path) -> Backend:
     m, local = config.model, config.local
-    max_tokens = m.max_tokens or min(DEFAULT_LOCAL_MAX_TOKENS, local.context // 4)
+    max_tokens = m.max_tokens or min(local.max_tokens, local.context // 4)
     settings = LocalSettings(
         model_path=path,
         threads=local.threads or default_threads(),
         context=local.context,
         max_tokens=max_tokens,
+        repeat_penalty=local.repeat_penalty,
+        frequency_penalty=local.frequency_penalty,
     )
     return Backend(
         kind="local",

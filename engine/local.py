@@ -128,10 +128,17 @@ class LocalSettings:
     threads: int
     context: int
     max_tokens: int
+    repeat_penalty: float = 1.0
+    frequency_penalty: float = 0.0
 
     @property
     def alias(self) -> str:
         return model_alias(self.model_path)
+
+    def sampling(self) -> dict[str, float]:
+        """llama.cpp's repetition controls, sent with each request (its server reads them
+        from the body): a 135M model otherwise repeats one line until the reply cap."""
+        return {"repeat_penalty": self.repeat_penalty, "frequency_penalty": self.frequency_penalty}
 
 
 class LocalServer:
@@ -267,6 +274,7 @@ class LocalModelClient(ModelClient):
         *,
         max_retries: int = 2,
         timeout: float = 600.0,
+        connect_timeout: float = 3.0,
     ) -> None:
         super().__init__(
             base_url=None,
@@ -274,7 +282,9 @@ class LocalModelClient(ModelClient):
             model=server.settings.alias,
             max_retries=max_retries,
             timeout=timeout,
+            connect_timeout=connect_timeout,
             max_tokens=server.settings.max_tokens,
+            extra_body=server.settings.sampling(),
         )
         self.server = server
         self._one_shot_client: Any = None

@@ -10,10 +10,13 @@ from pathlib import Path
 import pytest
 
 from engine.backend import choose_backend
+from engine.local import xllamacpp_installed
 from engine.config import parse_config
 from engine.model import ModelClient, ModelError
 from engine.port import Retrying
+from tests import scripted_server as s
 from tests.cli_support import trove
+from tests.scripted_server import ScriptedServer
 from tests.support import opened
 
 
@@ -81,3 +84,43 @@ def test_the_command_line_says_retrying_on_stderr(tmp_path: Path, mode: list[str
     assert "[retrying (2/2)…]" in done.stderr
     assert done.returncode == 1
     assert done.stdout.strip() == "" or "retrying" not in done.stdout
+
+
+async def test_offline_replies_have_a_cap_and_repetition_settings(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    # Item 9: the 135M model looped for up to a minute; its requests now carry a reply cap
+    # and llama.cpp's repetition penalties, declared in config (local.*) with defaults.
+    model = tmp_path / "tiny.gguf"
+    model.write_bytes(b"GGUF")
+    config = parse_config(
+        {"model": {"provider": "local"}, "local": {"model_path": str(model)}},
+        source="test",
+        env={},
+    )
+    if not xllamacpp_installed():
+        pytest.skip("the local extra is not installed")
+    offline = opened(choose_backend(config, {}).make_client())
+    assert offline.max_tokens == 320
+    assert offline.extra_body == {"repeat_penalty": 1.15, "frequency_penalty": 0.2}
+    # What the client sends with them, over a real socket.
+    server.script(s.text("fine"))
+    remote = opened(
+        ModelClient(
+            base_url=server.base_url,
+            api_key="k",
+            model="m",
+            max_tokens=offline.max_tokens,
+            extra_body=offline.extra_body,
+        )
+    )
+    await remote.complete([{"role": "user", "content": "hi"}])
+    sent = server.requests[-1]
+    assert (sent["max_tokens"], sent["repeat_penalty"], sent["frequency_penalty"]) == (
+        320,
+        1.15,
+        0.2,
+    )
+    # A remote endpoint gets none of them.
+    plain = parse_config({"model": {"base_url": server.base_url}}, source="t", env={})
+    assert choose_backend(plain, {}).make_client().extra_body is None
