@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from engine.backend import choose_backend
-from engine.local import xllamacpp_installed
 from engine.config import parse_config
+from engine.local import xllamacpp_installed
 from engine.model import ModelClient, ModelError
 from engine.port import Retrying
 from tests import scripted_server as s

@@ -28,9 +28,9 @@ from engine.commands import Command
 from engine.config import Config
 from engine.model import ModelClient
 from engine.runtime import Runtime
-from engine.safe_text import safe_text
 from engine.session import list_threads
 from tui.actions import app_actions
+from tui.clipboard import copy_text
 from tui.controller import ThreadController
 from tui.screens.chat import ChatScreen, ChatSettings
 from tui.startup import resume_collection
@@ -194,8 +194,8 @@ class TroveApp(App[int]):
     def last_reply(self) -> str | None:
         return self.chat.last_reply()
 
-    def copy(self, text: str) -> None:
-        copy_text(self, text)
+    def copy(self, text: str) -> str:
+        return copy_text(self, text)
 
     # -- commands -------------------------------------------------------------------------
 
@@ -301,8 +301,7 @@ class TroveApp(App[int]):
         if text is None:
             self.notify("No reply to copy yet.")
             return
-        copy_text(self, text)
-        self.notify("Copied the last reply.")
+        self.notify(copy_text(self, text, "the last reply"))
 
     async def on_unmount(self) -> None:
         if self.threads is not None:
@@ -312,23 +311,3 @@ class TroveApp(App[int]):
         if self.threads is not None:
             await self.threads.close()
         self.exit(0)
-
-
-def copy_text(app: App[Any], text: str) -> None:
-    """OSC 52 (works over SSH) plus the system clipboard when a tool for it exists.
-
-    The text is made terminal-safe first: it is pasted into terminals, where an
-    escape in it (a bracketed-paste end, say) would run as if typed.
-    """
-    text = safe_text(text)
-    app.copy_to_clipboard(text)
-    import shutil
-    import subprocess
-
-    for command in (["wl-copy"], ["xclip", "-selection", "clipboard"], ["pbcopy"]):
-        if shutil.which(command[0]):
-            try:
-                subprocess.run(command, input=text.encode(), timeout=2, check=False)
-            except (OSError, subprocess.SubprocessError):
-                continue
-            break

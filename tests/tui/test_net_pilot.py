@@ -3,6 +3,7 @@ notice, /copy's honest answer and the notice after a quit during /compact."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -105,3 +106,48 @@ async def test_the_status_strip_says_retrying_while_a_request_is_retried(tmp_pat
         assert any("retrying (2/3)…" in text for text in shown), shown
         assert any("retrying (3/3)…" in text for text in shown), shown
         assert shown[-1] == ""  # the turn failed: the notice went with it
+
+
+CAT = shutil.which("cat")
+
+
+def _fake_tool(bin_dir: Path, name: str, status: int, sink: Path) -> None:
+    """A stand-in for a clipboard tool on PATH: a real program that keeps its input."""
+    bin_dir.mkdir(exist_ok=True)
+    tool = bin_dir / name
+    tool.write_text(f"#!/bin/sh\n{CAT} > '{sink}'\nexit {status}\n", encoding="utf-8")
+    tool.chmod(0o755)
+
+
+async def _copy_answer(app: TroveApp, pilot: Any) -> str:
+    from tui.widgets.chat_message import Notice
+
+    await say(pilot, "/copy")
+    return str(app.query(Notice).last().render())
+
+
+async def test_copy_says_where_the_text_went(tmp_path: Path, server: Any, monkeypatch: Any) -> None:
+    # Item 11: "Copied 211 characters." when nothing reached a clipboard.
+    bin_dir, sink = tmp_path / "bin", tmp_path / "clipboard"
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.setenv("DISPLAY", ":0")
+    server.script(s.text("the answer"))
+    app = _app(tmp_path / "home", server, _config(server))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await say(pilot, "question")
+        # No tool at all: only OSC 52 went out, and nothing confirms it.
+        answer = await _copy_answer(app, pilot)
+        assert "terminal's clipboard (OSC 52)" in answer and "may ignore it" in answer
+        assert not answer.startswith("Copied")
+        assert app.clipboard == "the answer"
+        # A tool that fails (xclip with no X server) is not a copy either.
+        _fake_tool(bin_dir, "xclip", 1, sink)
+        answer = await _copy_answer(app, pilot)
+        assert "may ignore it" in answer
+        # A tool that took it: that is a copy, and the answer names the tool.
+        _fake_tool(bin_dir, "xclip", 0, sink)
+        answer = await _copy_answer(app, pilot)
+        assert answer == "Copied 10 characters to the system clipboard (xclip)."
+        assert sink.read_text(encoding="utf-8") == "the answer"
