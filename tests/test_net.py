@@ -124,3 +124,45 @@ async def test_offline_replies_have_a_cap_and_repetition_settings(
     # A remote endpoint gets none of them.
     plain = parse_config({"model": {"base_url": server.base_url}}, source="t", env={})
     assert choose_backend(plain, {}).make_client().extra_body is None
+
+
+def _resumed_notices(home: Path, thread_id: str, server: ScriptedServer) -> list[str]:
+    config = parse_config(
+        {"model": {"base_url": server.base_url, "api_key": "k", "max_retries": 0}},
+        source="t",
+        env={},
+    )
+    from engine.runtime import Runtime
+    from tests.support import client_for
+
+    runtime = Runtime.open(config, home, thread_id=thread_id, model=client_for(server))
+    notices = list(runtime.notices)
+    runtime.thread.close()
+    return notices
+
+
+@pytest.mark.parametrize("how", ["left open", "closed by the quit", "cancelled by Esc"])
+def test_resume_says_when_a_quit_interrupted_a_compaction(
+    tmp_path: Path, server: ScriptedServer, how: str
+) -> None:
+    # Item 11: the same classification as the lock's (engine/log/brackets.py): a start the
+    # seam found open is stale; one the closing session cancelled was cut off by the quit.
+    from engine import events as ev
+    from engine.runtime import INTERRUPTED_COMPACTION
+    from engine.session import Thread
+
+    thread = Thread.create(tmp_path, "local", "t-quit")
+    thread.log.append(ev.UserMessage(text="hello"))
+    start = thread.log.append(ev.CompactStart(turn=None, range={}, seqs=[], tokens=0))
+    if how == "closed by the quit":
+        thread.log.append(
+            ev.CompactEnd(start=start.seq, error="summary", cancelled="session closing")
+        )
+    elif how == "cancelled by Esc":
+        thread.log.append(ev.CompactEnd(start=start.seq, error="summary", cancelled="cancelled"))
+    thread.close()
+    said = _resumed_notices(tmp_path, "t-quit", server).count(INTERRUPTED_COMPACTION)
+    assert said == (0 if how == "cancelled by Esc" else 1)
+    assert "nothing was lost" in INTERRUPTED_COMPACTION
+    # Once: the next resume's seam finds nothing interrupted.
+    assert INTERRUPTED_COMPACTION not in _resumed_notices(tmp_path, "t-quit", server)

@@ -151,3 +151,38 @@ async def test_copy_says_where_the_text_went(tmp_path: Path, server: Any, monkey
         answer = await _copy_answer(app, pilot)
         assert answer == "Copied 10 characters to the system clipboard (xclip)."
         assert sink.read_text(encoding="utf-8") == "the answer"
+
+
+async def test_a_quit_during_compact_leaves_a_notice_after_resume(
+    tmp_path: Path, server: Any
+) -> None:
+    # Item 11: quitting during /compact left no word of it when the thread came back.
+    from engine import events as ev
+    from tui.widgets.chat_message import Notice
+
+    home = tmp_path / "home"
+    config = _config(server)
+    server.script(s.text("first answer"), s.text("second answer"), s.text("sum", hold="before"))
+    app = _app(home, server, config)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await say(pilot, "first question")
+        await say(pilot, "second question")
+        await pilot.press(*"/compact", "enter")
+        await server.wait_requests(3)
+        await pilot.press("ctrl+q")
+    server.release()
+    resumed = TroveApp(config, home, thread_id="t-net", model=client_for(server))
+    async with resumed.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        events = resumed.runtime.thread.log.events  # type: ignore[union-attr]
+        assert any(isinstance(e, ev.CompactStart) for e in events)
+        notices = [str(n.render()) for n in resumed.query(Notice)]
+        said = [n for n in notices if "interrupted" in n]
+        assert len(said) == 1, notices
+        assert "nothing was lost" in said[0]
+        # Said once: the next resume has nothing new to report.
+    again = TroveApp(config, home, thread_id="t-net", model=client_for(server))
+    async with again.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert not [n for n in again.query(Notice) if "interrupted" in str(n.render())]
