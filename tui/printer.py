@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Callable
 from typing import TextIO
 
 from engine.events import AssistantMessage, CompactStart, LogEvent, TurnEnd
@@ -32,6 +33,8 @@ class StreamPrinter:
         self._interrupted = False
         """This turn's reply was cut off by a failed stream and kept in the log."""
         self._safe = SafeStream()
+        self.on_partial: Callable[[], None] | None = None
+        """Told when the unfinished line changes, so a live prompt can redraw it."""
 
     @property
     def out(self) -> TextIO:
@@ -67,11 +70,22 @@ class StreamPrinter:
         if self.whole_lines:
             self._pending += text
             text = self._take_lines()
+            self._partial_changed()
             if not text:
                 return
         self.out.write(text)
         self.out.flush()
         self._mid_line = not text.endswith("\n")
+
+    @property
+    def partial(self) -> str:
+        """The reply's unfinished line (whole-lines mode), which a live prompt shows above
+        its input until the line is complete and printed."""
+        return self._pending
+
+    def _partial_changed(self) -> None:
+        if self.on_partial is not None:
+            self.on_partial()
 
     # Log listener -------------------------------------------------------------
 
@@ -99,6 +113,7 @@ class StreamPrinter:
             self.out.write(self._pending)
             self._pending = ""
             self._mid_line = True
+            self._partial_changed()
         if self._mid_line:
             self.out.write("\n")
             self.out.flush()
@@ -124,7 +139,10 @@ class StreamPrinter:
                 self.notice("[cancelled: the partial reply is kept in the thread]")
 
     def notice(self, text: str) -> None:
-        self._end_line()
+        if not self.whole_lines:
+            self._end_line()
+        # else: the unfinished line is the live prompt's (not yet on stdout); a notice
+        # printed above it must not cut the reply in two.
         print(safe_text(text), file=self.err, flush=True)
 
     def say(self, text: str) -> None:
