@@ -29,13 +29,13 @@ from engine.config import Config, ConfigError, LocalConfig
 from engine.local import (
     INSTALL_HINT,
     LocalModelClient,
-    LocalServer,
     LocalSettings,
     default_threads,
     find_bundled_model,
     model_label,
     xllamacpp_installed,
 )
+from engine.local_child import ChildLocalServer
 from engine.model import Completion, ModelClient, ModelError
 
 __all__ = [
@@ -124,8 +124,9 @@ class Backend:
         m = self.config.model
         if self.kind == "local":
             assert self.local is not None
+            # In a child process: its start would hold the GIL, and so the UI, for ~1 s.
             return LocalModelClient(
-                LocalServer(self.local),
+                ChildLocalServer(self.local),
                 max_retries=m.max_retries,
                 timeout=m.timeout,
                 connect_timeout=m.connect_timeout,

@@ -307,7 +307,14 @@ class LocalModelClient(ModelClient):
         model: str | None = None,
     ) -> Completion:
         """Start the server on first use, then stream exactly as for a remote endpoint."""
-        self.base_url = await self.server.ensure_started()
+        status = None if self.server.running else self.on_status
+        if status is not None:
+            status("starting the offline model…")
+        try:
+            self.base_url = await self.server.ensure_started()
+        finally:
+            if status is not None:
+                status("")
         await super().prepare()  # builds the SDK client now that base_url is known
         client = self._client
         if client is not None and client is not self._one_shot_client:

@@ -83,9 +83,17 @@ class Retrying:
         return f"retrying ({self.attempt}/{self.attempts})…"
 
 
+@dataclass(frozen=True)
+class ModelStatus:
+    """What the model client waits on before a request ("starting the offline model…");
+    "" once it is over."""
+
+    text: str
+
+
 _STATE_KINDS = (CompactStart, CompactEnd, TurnStart, TurnEnd)
 
-Notification = LogAppended | ReplyDelta | StateChanged | Failure | Retrying
+Notification = LogAppended | ReplyDelta | StateChanged | Failure | Retrying | ModelStatus
 Listener = Callable[[Notification], None]
 ErrorHook = Callable[[Listener, Notification, Exception], None]
 Unsubscribe = Callable[[], None]
@@ -158,6 +166,9 @@ class DriverRelay:
     def on_retry(self, attempt: int, attempts: int) -> None:
         """The model client's hook: a turn's (or a summary's) request is being retried."""
         self._port.publish(Retrying(attempt, attempts))
+
+    def on_model_status(self, text: str) -> None:
+        self._port.publish(ModelStatus(text))
 
     def on_event(self, event: LogEvent) -> None:
         """The log's listener: every appended event, then the state when the event changed

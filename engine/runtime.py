@@ -192,6 +192,7 @@ class Runtime:
         port = Port()
         relay = DriverRelay(port, lambda: engine_state(driver, thread.log))
         client.on_retry = relay.on_retry
+        client.on_status = relay.on_model_status
         driver = Driver(
             thread.log,
             client,

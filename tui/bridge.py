@@ -22,6 +22,7 @@ from engine.port import (
     ErrorHook,
     Failure,
     LogAppended,
+    ModelStatus,
     Notification,
     ReplyDelta,
     Retrying,
@@ -66,8 +67,9 @@ class EngineFailed(EngineMessage, bubble=False):
 
 
 @dataclass
-class EngineRetrying(EngineMessage, bubble=False):
-    """A request failed and is being tried again ("retrying (2/3)…")."""
+class EngineWaiting(EngineMessage, bubble=False):
+    """What the running request waits on: a retry ("retrying (2/3)…"), the offline model's
+    start ("starting the offline model…"); "" when that is over."""
 
     text: str
 
@@ -100,8 +102,8 @@ class Bridge:
             message = EngineStateChanged(self, notification.state)
         elif isinstance(notification, Failure):
             message = EngineFailed(self, notification.text)
-        elif isinstance(notification, Retrying):
-            message = EngineRetrying(self, notification.text)
+        elif isinstance(notification, Retrying | ModelStatus):
+            message = EngineWaiting(self, notification.text)
         else:
             return
         self._target.post_message(message)

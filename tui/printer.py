@@ -14,7 +14,15 @@ from collections.abc import Callable
 from typing import TextIO
 
 from engine.events import AssistantMessage, CompactStart, LogEvent, TurnEnd
-from engine.port import Failure, LogAppended, Notification, ReplyDelta, Retrying, Unsubscribe
+from engine.port import (
+    Failure,
+    LogAppended,
+    ModelStatus,
+    Notification,
+    ReplyDelta,
+    Retrying,
+    Unsubscribe,
+)
 from engine.runtime import Runtime
 from engine.safe_text import SafeStream, safe_text
 
@@ -60,7 +68,7 @@ class StreamPrinter:
             self.on_event(notification.event)
         elif isinstance(notification, Failure):
             self.error(notification.text)
-        elif isinstance(notification, Retrying):
+        elif isinstance(notification, Retrying | ModelStatus) and notification.text:
             self.notice(f"[{notification.text}]")
 
     def on_delta(self, turn: int, text: str) -> None:

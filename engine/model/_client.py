@@ -76,6 +76,9 @@ class ModelClient:
         """Fields the endpoint accepts beyond the OpenAI schema (llama.cpp's penalties)."""
         self.on_retry: Callable[[int, int], None] | None = None
         """Told (attempt, attempts) as each retry starts, so a front end can say so."""
+        self.on_status: Callable[[str], None] | None = None
+        """Told what the client waits on before a request ("starting the offline model…"),
+        then "" once it is over."""
         self._client: openai.AsyncOpenAI | None = None
         self._openai: Any = None
 

@@ -186,3 +186,98 @@ async def test_a_quit_during_compact_leaves_a_notice_after_resume(
     async with again.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         assert not [n for n in again.query(Notice) if "interrupted" in str(n.render())]
+
+
+def _local_app(home: Path, model_path: Path, client: Any = None) -> TroveApp:
+    from engine.backend import choose_backend
+
+    config = parse_config(
+        {
+            "model": {"provider": "local", "max_retries": 0},
+            "local": {"model_path": str(model_path)},
+        },
+        source="t",
+        env={},
+    )
+    app = TroveApp(
+        config,
+        home,
+        model=client,
+        clock=lambda: FROZEN,
+        new_thread_id="t-local",
+        backend=choose_backend(config, {}),
+    )
+    app.animation_level = "none"
+    return app
+
+
+def _activity(app: TroveApp) -> str:
+    from tui.widgets.status_strip import ActivityLine
+
+    return app.query_one(ActivityLine).activity
+
+
+async def test_the_offline_model_starts_while_input_stays_live(tmp_path: Path) -> None:
+    # Item 9: the first message froze input for 1.2-1.5 s while the local server started.
+    import asyncio
+
+    import pytest
+
+    from engine import events as ev
+    from engine.local import LocalModelClient, find_bundled_model, xllamacpp_installed
+    from engine.local_child import ChildLocalServer
+    from tests.tui.conftest import type_text, until
+    from tui.widgets.prompt_input import PromptInput
+
+    bundled = find_bundled_model()
+    if bundled is None or not xllamacpp_installed():
+        pytest.skip("the local extra or its bundled model is not installed")
+    gate = asyncio.Event()
+
+    class HeldStart(ChildLocalServer):
+        """The real child-process start, held until the test has typed meanwhile."""
+
+        async def _start(self) -> str:
+            await gate.wait()
+            return await super()._start()
+
+    app = _local_app(tmp_path / "home", bundled)
+    assert app.backend is not None and app.backend.local is not None
+    client = LocalModelClient(HeldStart(app.backend.local), max_retries=0)
+    app.model_override = client
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await type_text(pilot, "hello")
+        await pilot.press("enter")
+        await until(pilot, lambda: "starting the offline model…" in _activity(app))
+        await type_text(pilot, "typed meanwhile")
+        assert app.query_one(PromptInput).text == "typed meanwhile"  # keystrokes echo
+        gate.set()
+        await settle(pilot)
+        events = app.runtime.thread.log.events  # type: ignore[union-attr]
+        assert [e.text for e in events if isinstance(e, ev.UserMessage)] == ["hello"]
+        assert [e for e in events if isinstance(e, ev.AssistantMessage)]
+        assert "starting" not in _activity(app)
+        assert app.query_one(PromptInput).text == "typed meanwhile"
+
+
+async def test_an_offline_model_that_cannot_start_is_one_line_and_the_prompt_is_kept(
+    tmp_path: Path,
+) -> None:
+    import pytest
+
+    from engine.local import xllamacpp_installed
+    from tui.widgets.chat_message import Notice
+    from tui.widgets.prompt_input import PromptInput
+
+    if not xllamacpp_installed():
+        pytest.skip("the local extra is not installed")
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"this is not a GGUF file\n")
+    app = _local_app(tmp_path / "home", broken)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await say(pilot, "hello offline")
+        failed = [str(n.render()) for n in app.query(Notice) if "broken.gguf" in str(n.render())]
+        assert len(failed) == 1 and "\n" not in failed[0].strip(), failed
+        assert app.query_one(PromptInput).text == "hello offline"

@@ -38,8 +38,8 @@ from tui.bridge import (
     Bridge,
     EngineFailed,
     EngineMessage,
-    EngineRetrying,
     EngineStateChanged,
+    EngineWaiting,
     LogEventAppended,
     ReplyStreamed,
 )
@@ -84,8 +84,9 @@ class ChatScreen(Screen[None]):
         self.runtime: Runtime | None = None
         self._bridge: Bridge | None = None
         self._inspector_widget: Any = None
-        self._retrying = ""
-        """The retry the running request is on ("retrying (2/3)…"); cleared when text flows."""
+        self._waiting = ""
+        """What the running request waits on ("retrying (2/3)…", "starting the offline
+        model…"); cleared when it is over or text flows."""
 
     @property
     def trove(self) -> TroveApp:
@@ -179,8 +180,8 @@ class ChatScreen(Screen[None]):
 
     def on_reply_streamed(self, message: ReplyStreamed) -> None:
         if self._current(message):
-            if self._retrying and self.runtime is not None:
-                self._retrying = ""
+            if self._waiting and self.runtime is not None:
+                self._waiting = ""
                 self._show_state(self.runtime.state(), restart=False)
             try:
                 self.query_one(Transcript).delta(message.take())
@@ -191,10 +192,10 @@ class ChatScreen(Screen[None]):
         if self._current(message):
             self._show_state(message.state)
 
-    def on_engine_retrying(self, message: EngineRetrying) -> None:
+    def on_engine_waiting(self, message: EngineWaiting) -> None:
         if self._current(message):
             assert self.runtime is not None
-            self._retrying = message.text
+            self._waiting = message.text
             self._show_state(self.runtime.state(), restart=False)
 
     def on_engine_failed(self, message: EngineFailed) -> None:
@@ -229,7 +230,7 @@ class ChatScreen(Screen[None]):
 
     def _show_state(self, state: EngineState, *, restart: bool = True) -> None:
         strip = self.query_one(StatusStrip)
-        retry = f" — {self._retrying}" if self._retrying else ""
+        retry = f" — {self._waiting}" if self._waiting else ""  # a retry, a model start
         if state.compacting:
             strip.set_activity(
                 f"compacting{retry} — Esc cancels; you can keep typing", timed=True, restart=restart
@@ -241,7 +242,7 @@ class ChatScreen(Screen[None]):
                 restart=restart,
             )
         else:
-            self._retrying = ""
+            self._waiting = ""
             strip.set_activity("")
         strip.set_queue([(item.id, item.text, item.placement) for item in state.queue])
         self._sync_bindings()
