@@ -95,7 +95,6 @@ class TroveApp(App[int]):
         self.settings = ChatSettings(
             clock=clock,
             model_label=model_label or (backend.label if backend else config.model.name),
-            context_window=config.model.context_window,
             configured=self.configured,
             config_label=config_label or str(config.source or home / "config.yaml"),
         )

@@ -63,7 +63,6 @@ class ChatSettings:
 
     clock: Callable[[], float]
     model_label: str
-    context_window: int
     configured: bool
     config_label: str
 
