@@ -25,17 +25,17 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from engine.config import Config, ConfigError
+from engine.config import Config, ConfigError, LocalConfig
 from engine.local import (
     INSTALL_HINT,
     LocalModelClient,
-    LocalServer,
     LocalSettings,
     default_threads,
     find_bundled_model,
     model_label,
     xllamacpp_installed,
 )
+from engine.local_child import ChildLocalServer
 from engine.model import Completion, ModelClient, ModelError
 
 __all__ = [
@@ -51,7 +51,7 @@ BackendKind = Literal["openai", "local", "none"]
 
 # A reply cap for the local model when model.max_tokens is unset: small models
 # ramble until the context is full, which on 2 cores takes tens of seconds.
-DEFAULT_LOCAL_MAX_TOKENS = 512
+DEFAULT_LOCAL_MAX_TOKENS = LocalConfig().max_tokens
 _OPENAI_URL = "https://api.openai.com/v1"
 
 
@@ -124,8 +124,12 @@ class Backend:
         m = self.config.model
         if self.kind == "local":
             assert self.local is not None
+            # In a child process: its start would hold the GIL, and so the UI, for ~1 s.
             return LocalModelClient(
-                LocalServer(self.local), max_retries=m.max_retries, timeout=m.timeout
+                ChildLocalServer(self.local),
+                max_retries=m.max_retries,
+                timeout=m.timeout,
+                connect_timeout=m.connect_timeout,
             )
         if self.kind == "openai":
             return ModelClient(
@@ -134,6 +138,7 @@ class Backend:
                 model=m.name,
                 max_retries=m.max_retries,
                 timeout=m.timeout,
+                connect_timeout=m.connect_timeout,
                 max_tokens=self.max_tokens,
             )
         return UnconfiguredClient(self.message)
@@ -200,12 +205,14 @@ def _openai_backend(config: Config, env: Mapping[str, str]) -> Backend:
 
 def _local_backend(config: Config, path: Path) -> Backend:
     m, local = config.model, config.local
-    max_tokens = m.max_tokens or min(DEFAULT_LOCAL_MAX_TOKENS, local.context // 4)
+    max_tokens = m.max_tokens or min(local.max_tokens, local.context // 4)
     settings = LocalSettings(
         model_path=path,
         threads=local.threads or default_threads(),
         context=local.context,
         max_tokens=max_tokens,
+        repeat_penalty=local.repeat_penalty,
+        frequency_penalty=local.frequency_penalty,
     )
     return Backend(
         kind="local",

@@ -99,6 +99,13 @@ class ModelConfig(Struct, frozen=True):
             gt=0,
         ),
     ] = 600.0
+    connect_timeout: Annotated[
+        float,
+        _key(
+            "seconds to wait for a connection to the server, apart from model.timeout (> 0)",
+            gt=0,
+        ),
+    ] = 3.0
     max_tokens: (
         Annotated[
             int,
@@ -192,6 +199,22 @@ class LocalConfig(Struct, frozen=True):
     """3,072 rather than 4,096: the KV cache is most of the offline model's private
     memory (about 12 MiB per 1,024 tokens at q8_0), and 3,072 keeps it under the
     80 MiB target; compaction keeps a long chat inside the smaller window."""
+    max_tokens: Annotated[
+        int,
+        _key(
+            "cap on tokens per offline reply, so a tiny model cannot loop for long;"
+            " model.max_tokens overrides it (>= 16)",
+            ge=16,
+        ),
+    ] = 320
+    repeat_penalty: Annotated[
+        float,
+        _key("llama.cpp's penalty on recently used tokens; 1.0 = off (>= 1.0)", ge=1.0),
+    ] = 1.15
+    frequency_penalty: Annotated[
+        float,
+        _key("penalty growing with how often a token was used; 0.0 = off (>= 0.0)", ge=0.0),
+    ] = 0.2
 
 
 class UiConfig(Struct, frozen=True):

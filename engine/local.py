@@ -128,10 +128,17 @@ class LocalSettings:
     threads: int
     context: int
     max_tokens: int
+    repeat_penalty: float = 1.0
+    frequency_penalty: float = 0.0
 
     @property
     def alias(self) -> str:
         return model_alias(self.model_path)
+
+    def sampling(self) -> dict[str, float]:
+        """llama.cpp's repetition controls, sent with each request (its server reads them
+        from the body): a 135M model otherwise repeats one line until the reply cap."""
+        return {"repeat_penalty": self.repeat_penalty, "frequency_penalty": self.frequency_penalty}
 
 
 class LocalServer:
@@ -276,6 +283,7 @@ class LocalModelClient(ModelClient):
         *,
         max_retries: int = 2,
         timeout: float = 600.0,
+        connect_timeout: float = 3.0,
     ) -> None:
         super().__init__(
             base_url=None,
@@ -283,7 +291,9 @@ class LocalModelClient(ModelClient):
             model=server.settings.alias,
             max_retries=max_retries,
             timeout=timeout,
+            connect_timeout=connect_timeout,
             max_tokens=server.settings.max_tokens,
+            extra_body=server.settings.sampling(),
         )
         self.server = server
         self._one_shot_client: Any = None
@@ -306,7 +316,14 @@ class LocalModelClient(ModelClient):
         model: str | None = None,
     ) -> Completion:
         """Start the server on first use, then stream exactly as for a remote endpoint."""
-        self.base_url = await self.server.ensure_started()
+        status = None if self.server.running else self.on_status
+        if status is not None:
+            status("starting the offline model…")
+        try:
+            self.base_url = await self.server.ensure_started()
+        finally:
+            if status is not None:
+                status("")
         await super().prepare()  # builds the SDK client now that base_url is known
         client = self._client
         if client is not None and client is not self._one_shot_client:

@@ -71,9 +71,29 @@ class Failure:
     text: str
 
 
+@dataclass(frozen=True)
+class Retrying:
+    """A request failed and is being tried again: attempt `attempt` of `attempts`."""
+
+    attempt: int
+    attempts: int
+
+    @property
+    def text(self) -> str:
+        return f"retrying ({self.attempt}/{self.attempts})…"
+
+
+@dataclass(frozen=True)
+class ModelStatus:
+    """What the model client waits on before a request ("starting the offline model…");
+    "" once it is over."""
+
+    text: str
+
+
 _STATE_KINDS = (CompactStart, CompactEnd, TurnStart, TurnEnd)
 
-Notification = LogAppended | ReplyDelta | StateChanged | Failure
+Notification = LogAppended | ReplyDelta | StateChanged | Failure | Retrying | ModelStatus
 Listener = Callable[[Notification], None]
 ErrorHook = Callable[[Listener, Notification, Exception], None]
 Unsubscribe = Callable[[], None]
@@ -142,6 +162,13 @@ class DriverRelay:
 
     def on_failure(self, text: str) -> None:
         self._port.publish(Failure(text))
+
+    def on_retry(self, attempt: int, attempts: int) -> None:
+        """The model client's hook: a turn's (or a summary's) request is being retried."""
+        self._port.publish(Retrying(attempt, attempts))
+
+    def on_model_status(self, text: str) -> None:
+        self._port.publish(ModelStatus(text))
 
     def on_event(self, event: LogEvent) -> None:
         """The log's listener: every appended event, then the state when the event changed

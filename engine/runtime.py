@@ -46,6 +46,11 @@ SYSTEM_PROMPT = (
     "Answer clearly and concisely; use Markdown where it helps."
 )
 
+INTERRUPTED_COMPACTION = (
+    "The compaction that was running when Trove last quit was interrupted; nothing was lost: "
+    "the conversation is as it was. Run /compact again if you want it."
+)
+
 
 def open_thread(
     config: Config,
@@ -186,6 +191,8 @@ class Runtime:
         )
         port = Port()
         relay = DriverRelay(port, lambda: engine_state(driver, thread.log))
+        client.on_retry = relay.on_retry
+        client.on_status = relay.on_model_status
         driver = Driver(
             thread.log,
             client,
@@ -199,6 +206,8 @@ class Runtime:
         )
         thread.log.subscribe(relay.on_event)
         notices = [thread.log.torn_report] if thread.log.torn_report else []
+        if thread.log.tail.quit_compact is not None:
+            notices.append(INTERRUPTED_COMPACTION)
         runtime = cls(
             config,
             home,

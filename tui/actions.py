@@ -23,7 +23,7 @@ class Shell(Protocol):
 
     def last_reply(self) -> str | None: ...
 
-    def copy(self, text: str) -> None: ...
+    def copy(self, text: str) -> str: ...
 
 
 def app_actions(shell: Shell) -> list[Command]:
@@ -50,8 +50,7 @@ def app_actions(shell: Shell) -> list[Command]:
             text = blocks[-1].split("\n", 1)[-1] if "\n" in blocks[-1] else blocks[-1]
         elif args:
             raise CommandError("/copy takes no argument or 'code'")
-        shell.copy(text)
-        return f"Copied {len(text)} characters."
+        return shell.copy(text)
 
     return [
         Command("help", "list commands and keys", _help, show="quiet"),

@@ -29,9 +29,9 @@ from engine.commands import Command
 from engine.config import Config
 from engine.model import ModelClient
 from engine.runtime import Runtime
-from engine.safe_text import safe_text
 from engine.session import list_threads, resume_hint
 from tui.actions import app_actions
+from tui.clipboard import copy_text
 from tui.controller import ThreadController
 from tui.screens.chat import ChatScreen, ChatSettings
 from tui.startup import resume_collection
@@ -108,7 +108,6 @@ class TroveApp(App[int]):
         self.settings = ChatSettings(
             clock=clock,
             model_label=model_label or (backend.label if backend else config.model.name),
-            context_window=config.model.context_window,
             configured=self.configured,
             config_label=config_label or str(config.source or home / "config.yaml"),
         )
@@ -226,8 +225,8 @@ class TroveApp(App[int]):
     def last_reply(self) -> str | None:
         return self.chat.last_reply()
 
-    def copy(self, text: str) -> None:
-        copy_text(self, text)
+    def copy(self, text: str) -> str:
+        return copy_text(self, text)
 
     # -- commands -------------------------------------------------------------------------
 
@@ -371,8 +370,7 @@ class TroveApp(App[int]):
         if text is None:
             self.notify("No reply to copy yet.")
             return
-        copy_text(self, text)
-        self.notify("Copied the last reply.")
+        self.notify(copy_text(self, text, "the last reply"))
 
     async def on_unmount(self) -> None:
         self._note_resume()
@@ -391,23 +389,3 @@ class TroveApp(App[int]):
         runtime = self.runtime
         if runtime is not None and runtime.thread.has_history:
             self.resume_hint = resume_hint(runtime.thread.id)
-
-
-def copy_text(app: App[Any], text: str) -> None:
-    """OSC 52 (works over SSH) plus the system clipboard when a tool for it exists.
-
-    The text is made terminal-safe first: it is pasted into terminals, where an
-    escape in it (a bracketed-paste end, say) would run as if typed.
-    """
-    text = safe_text(text)
-    app.copy_to_clipboard(text)
-    import shutil
-    import subprocess
-
-    for command in (["wl-copy"], ["xclip", "-selection", "clipboard"], ["pbcopy"]):
-        if shutil.which(command[0]):
-            try:
-                subprocess.run(command, input=text.encode(), timeout=2, check=False)
-            except (OSError, subprocess.SubprocessError):
-                continue
-            break

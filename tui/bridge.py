@@ -22,8 +22,10 @@ from engine.port import (
     ErrorHook,
     Failure,
     LogAppended,
+    ModelStatus,
     Notification,
     ReplyDelta,
+    Retrying,
     StateChanged,
 )
 from engine.runtime import Runtime
@@ -64,6 +66,14 @@ class EngineFailed(EngineMessage, bubble=False):
     text: str
 
 
+@dataclass
+class EngineWaiting(EngineMessage, bubble=False):
+    """What the running request waits on: a retry ("retrying (2/3)…"), the offline model's
+    start ("starting the offline model…"); "" when that is over."""
+
+    text: str
+
+
 class Bridge:
     """Follows one Runtime for one target (the chat screen) until closed."""
 
@@ -92,6 +102,8 @@ class Bridge:
             message = EngineStateChanged(self, notification.state)
         elif isinstance(notification, Failure):
             message = EngineFailed(self, notification.text)
+        elif isinstance(notification, Retrying | ModelStatus):
+            message = EngineWaiting(self, notification.text)
         else:
             return
         self._target.post_message(message)

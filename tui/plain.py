@@ -125,12 +125,20 @@ class PlainRepl:
             return
         if text.lstrip().startswith("//"):
             text = text.lstrip()[1:]
+        driver = self.runtime.driver
+        busy = driver.running_turn is not None or driver.reserved or bool(driver.inbox)
         try:
-            self.runtime.driver.send(text)
+            item = driver.send(text)
         except (OSError, DriverClosedError) as exc:
             # Not accepted: say so, and hand the text back so it is not lost.
             self.printer.error(f"not sent: {exc}")
             self.printer.notice(f"not sent, your text was: {text}")
+            return
+        if busy:
+            # Typed while a reply runs: say it was taken, and where it waits.
+            waiting = [queued.id for queued in driver.inbox]
+            if item in waiting:
+                self.printer.notice(f"queued ({waiting.index(item) + 1})")
 
     def cancel(self) -> bool:
         """Ctrl-C: stop what is running (a command first, then the turn)."""
@@ -174,6 +182,20 @@ class PlainRepl:
         session: PromptSession[str] = PromptSession(
             history=FileHistory(str(history)), completer=SlashCompleter()
         )
+        printer = self.printer
+
+        def message() -> str:
+            # The reply's unfinished line sits above the input, so text shows as it
+            # arrives without being drawn into the line being typed.
+            partial = printer.partial
+            return f"{partial}\n› " if partial else "› "
+
+        def redraw() -> None:
+            app = session.app
+            if app.is_running:
+                app.invalidate()
+
+        printer.on_partial = redraw
         thread = self.runtime.thread
         self.printer.say(
             f"trove · thread {thread.id} · model {self.runtime.config.model.name}"
@@ -182,7 +204,7 @@ class PlainRepl:
         with patch_stdout(raw=True):
             while True:
                 try:
-                    line = await session.prompt_async("› ")
+                    line = await session.prompt_async(message)
                 except KeyboardInterrupt:
                     if not self.cancel():
                         self.printer.notice("(nothing to cancel; Ctrl-D quits)")

@@ -10,10 +10,19 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Callable
 from typing import TextIO
 
 from engine.events import AssistantMessage, CompactStart, LogEvent, TurnEnd
-from engine.port import Failure, LogAppended, Notification, ReplyDelta, Unsubscribe
+from engine.port import (
+    Failure,
+    LogAppended,
+    ModelStatus,
+    Notification,
+    ReplyDelta,
+    Retrying,
+    Unsubscribe,
+)
 from engine.runtime import Runtime
 from engine.safe_text import SafeStream, safe_text
 
@@ -32,6 +41,8 @@ class StreamPrinter:
         self._interrupted = False
         """This turn's reply was cut off by a failed stream and kept in the log."""
         self._safe = SafeStream()
+        self.on_partial: Callable[[], None] | None = None
+        """Told when the unfinished line changes, so a live prompt can redraw it."""
 
     @property
     def out(self) -> TextIO:
@@ -57,6 +68,8 @@ class StreamPrinter:
             self.on_event(notification.event)
         elif isinstance(notification, Failure):
             self.error(notification.text)
+        elif isinstance(notification, Retrying | ModelStatus) and notification.text:
+            self.notice(f"[{notification.text}]")
 
     def on_delta(self, turn: int, text: str) -> None:
         text = self._safe.feed(text)
@@ -65,11 +78,22 @@ class StreamPrinter:
         if self.whole_lines:
             self._pending += text
             text = self._take_lines()
+            self._partial_changed()
             if not text:
                 return
         self.out.write(text)
         self.out.flush()
         self._mid_line = not text.endswith("\n")
+
+    @property
+    def partial(self) -> str:
+        """The reply's unfinished line (whole-lines mode), which a live prompt shows above
+        its input until the line is complete and printed."""
+        return self._pending
+
+    def _partial_changed(self) -> None:
+        if self.on_partial is not None:
+            self.on_partial()
 
     # Log listener -------------------------------------------------------------
 
@@ -97,6 +121,7 @@ class StreamPrinter:
             self.out.write(self._pending)
             self._pending = ""
             self._mid_line = True
+            self._partial_changed()
         if self._mid_line:
             self.out.write("\n")
             self.out.flush()
@@ -122,7 +147,10 @@ class StreamPrinter:
                 self.notice("[cancelled: the partial reply is kept in the thread]")
 
     def notice(self, text: str) -> None:
-        self._end_line()
+        if not self.whole_lines:
+            self._end_line()
+        # else: the unfinished line is the live prompt's (not yet on stdout); a notice
+        # printed above it must not cut the reply in two.
         print(safe_text(text), file=self.err, flush=True)
 
     def say(self, text: str) -> None:

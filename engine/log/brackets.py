@@ -26,6 +26,10 @@ class TailState:
     end_seed: EndSeed | None = None
     stale_compacts: list[CompactStart] = field(default_factory=list)
     last_turn: int = 0
+    quit_compact: CompactStart | CompactEnd | None = None
+    """The compaction the newest seam found interrupted by the end of its lifecycle: left
+    open (stale), or closed as cancelled because the session was closing (a quit)."""
+    _closed_compact: CompactEnd | None = None
 
     def replay(self, events: Iterable[LogEvent]) -> None:
         """Every event of a loaded log; only brackets reach `apply` (most events are not)."""
@@ -47,7 +51,13 @@ class TailState:
         elif isinstance(event, CompactEnd):
             if self.open_compact is not None and event.start in (None, self.open_compact.seq):
                 self.open_compact = None
+            self._closed_compact = event
         elif isinstance(event, EndSeed):
+            closed = self._closed_compact
+            # "session closing" is the reason a closing runtime cancels its work with.
+            quit_closed = closed if closed and closed.cancelled == "session closing" else None
+            self.quit_compact = self.open_compact or quit_closed
+            self._closed_compact = None
             if self.open_compact is not None:
                 self.stale_compacts.append(self.open_compact)
             self.open_compact = None

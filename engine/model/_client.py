@@ -62,13 +62,23 @@ class ModelClient:
         max_retries: int = 2,
         timeout: float = 600.0,
         max_tokens: int | None = None,
+        connect_timeout: float = 3.0,
+        extra_body: dict[str, Any] | None = None,
     ) -> None:
         self.base_url = base_url or None
         self.api_key = api_key or None
         self.model = model
         self.max_retries = max_retries
         self.timeout = timeout
+        self.connect_timeout = connect_timeout
         self.max_tokens = max_tokens
+        self.extra_body = extra_body
+        """Fields the endpoint accepts beyond the OpenAI schema (llama.cpp's penalties)."""
+        self.on_retry: Callable[[int, int], None] | None = None
+        """Told (attempt, attempts) as each retry starts, so a front end can say so."""
+        self.on_status: Callable[[str], None] | None = None
+        """Told what the client waits on before a request ("starting the offline model…"),
+        then "" once it is over."""
         self._client: openai.AsyncOpenAI | None = None
         self._openai: Any = None
 
@@ -104,11 +114,22 @@ class ModelClient:
             api_key=key,
             max_retries=self.max_retries,
             # A dead host should fail in seconds, while a slow model may take minutes.
-            timeout=mod.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
+            timeout=mod.Timeout(self.timeout, connect=min(self.timeout, self.connect_timeout)),
+            # The SDK retries inside one call; a hook on each request is where a retry shows.
+            http_client=mod.DefaultAsyncHttpxClient(event_hooks={"request": [self._attempt]}),
         )
         # The first touch imports the resource's modules; here, not in the first turn.
         _ = client.chat.completions.with_streaming_response
         return mod, client
+
+    async def _attempt(self, request: Any) -> None:
+        """Each HTTP attempt passes here; the SDK numbers its retries in a header."""
+        try:
+            retries = int(request.headers.get("x-stainless-retry-count") or 0)
+        except ValueError:
+            return
+        if retries > 0 and self.on_retry is not None:
+            self.on_retry(retries + 1, self.max_retries + 1)
 
     async def complete(
         self,
@@ -138,6 +159,8 @@ class ModelClient:
             kwargs["tools"] = tools
         if self.max_tokens is not None:
             kwargs["max_tokens"] = self.max_tokens
+        if self.extra_body:
+            kwargs["extra_body"] = self.extra_body
 
         reader = StreamReader(served_model=name)
         started = False
@@ -155,6 +178,7 @@ class ModelClient:
                 started=started,
                 timeout=self.timeout,
                 max_retries=self.max_retries,
+                connect_timeout=self.connect_timeout,
             ) from exc
 
         completion = reader.completion()

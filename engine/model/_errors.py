@@ -81,6 +81,7 @@ def translate(
     started: bool,
     timeout: float,
     max_retries: int,
+    connect_timeout: float | None = None,
 ) -> ModelError:
     """Turn an SDK error into one actionable line naming the server and model.
 
@@ -93,6 +94,12 @@ def translate(
                 "timeout",
                 f"the model server at {url} stopped sending mid-reply (nothing for"
                 f" {timeout:g}s, model '{model}'): try again or raise model.timeout",
+            )
+        if connect_timeout is not None and type(exc.__cause__).__name__ == "ConnectTimeout":
+            return ModelError(
+                "unreachable",
+                f"cannot reach the model server at {url}: no connection within"
+                f" {connect_timeout:g}s (model.connect_timeout); is it running?",
             )
         return ModelError(
             "timeout",

@@ -22,6 +22,7 @@ from textual.widgets import Button, Static
 
 from engine.continuity.search import PAGE_CHARS
 from engine.safe_text import safe_text
+from tui.clipboard import copy_text
 from tui.inspector import data
 from tui.inspector.highlight import highlighted, terms_pattern
 from tui.inspector.status_words import TRUNCATED, history_line
@@ -192,9 +193,8 @@ class ReaderTab(InspectorTab):
     def action_copy_page(self) -> None:
         if self.page:
             # What is shown: escapes in a clipboard would reach the terminal on paste.
-            text = safe_text(str(self.page.get("text", "")))
-            self.app.copy_to_clipboard(text)
-            self.notify(f"Copied this page ({len(text):,} characters).")
+            text = str(self.page.get("text", ""))
+            self.notify(copy_text(self.app, text, f"this page ({len(text):,} characters)"))
 
     @on(Button.Pressed, "#reader-previous")
     def _previous(self, event: Button.Pressed) -> None:

@@ -40,6 +40,7 @@ from tui.bridge import (
     EngineFailed,
     EngineMessage,
     EngineStateChanged,
+    EngineWaiting,
     LogEventAppended,
     ReplyStreamed,
 )
@@ -67,7 +68,6 @@ class ChatSettings:
 
     clock: Callable[[], float]
     model_label: str
-    context_window: int
     configured: bool
     config_label: str
 
@@ -104,6 +104,9 @@ class ChatScreen(Screen[None]):
         self._queued = False
         self._hinted = False
         """Whether the user was told, once, how to steer instead of queueing."""
+        self._waiting = ""
+        """What the running request waits on ("retrying (2/3)…", "starting the offline
+        model…"); cleared when it is over or text flows."""
 
     @property
     def trove(self) -> TroveApp:
@@ -207,6 +210,9 @@ class ChatScreen(Screen[None]):
 
     def on_reply_streamed(self, message: ReplyStreamed) -> None:
         if self._current(message):
+            if self._waiting and self.runtime is not None:
+                self._waiting = ""
+                self._show_state(self.runtime.state(), restart=False)
             try:
                 self.query_one(Transcript).delta(message.take())
             except Exception as exc:
@@ -215,6 +221,12 @@ class ChatScreen(Screen[None]):
     def on_engine_state_changed(self, message: EngineStateChanged) -> None:
         if self._current(message):
             self._show_state(message.state)
+
+    def on_engine_waiting(self, message: EngineWaiting) -> None:
+        if self._current(message):
+            assert self.runtime is not None
+            self._waiting = message.text
+            self._show_state(self.runtime.state(), restart=False)
 
     def on_engine_failed(self, message: EngineFailed) -> None:
         """The engine could not record a failure in the log (the disk): show it here."""
@@ -246,13 +258,21 @@ class ChatScreen(Screen[None]):
         if texts:
             prompt.set_value(texts[-1])
 
-    def _show_state(self, state: EngineState) -> None:
+    def _show_state(self, state: EngineState, *, restart: bool = True) -> None:
         strip = self.query_one(StatusStrip)
+        retry = f" — {self._waiting}" if self._waiting else ""  # a retry, a model start
         if state.compacting:
-            strip.set_activity("compacting — Esc cancels; you can keep typing", timed=True)
+            strip.set_activity(
+                f"compacting{retry} — Esc cancels; you can keep typing", timed=True, restart=restart
+            )
         elif state.running_turn is not None:
-            strip.set_activity(f"replying (turn {state.running_turn}) — Esc cancels", timed=True)
+            strip.set_activity(
+                f"replying (turn {state.running_turn}){retry} — Esc cancels",
+                timed=True,
+                restart=restart,
+            )
         else:
+            self._waiting = ""
             strip.set_activity("")
         queued = bool(state.queue)
         strip.set_queue([(item.id, item.text, item.placement) for item in state.queue])
@@ -264,7 +284,9 @@ class ChatScreen(Screen[None]):
     def _update_context(self) -> None:
         if self.runtime is None:
             return
-        window = max(1, self.settings.context_window)
+        # The window pressure compaction measures against (for the offline model, the
+        # size its server runs with less the reply cap): one figure for both.
+        window = max(1, self.runtime.compaction.context_window)
         self.query_one(TitleBar).context_used = self.runtime.driver.surface.tokens / window
 
     # -- widgets → engine ----------------------------------------------------------------

@@ -103,11 +103,13 @@ class StatusStrip(Vertical):
         if line.started is not None:
             line.now = self.clock()
 
-    def set_activity(self, text: str, *, timed: bool = False) -> None:
+    def set_activity(self, text: str, *, timed: bool = False, restart: bool = True) -> None:
+        """`restart=False` keeps a running timer: the same work, told differently (a retry)."""
         line = self.query_one(ActivityLine)
         if text != line.activity or (timed and line.started is None):
             line.activity = text
-            line.started = self.clock() if timed else None
+            if restart or not timed or line.started is None:
+                line.started = self.clock() if timed else None
             line.now = self.clock()
 
     def set_queue(self, items: Sequence[tuple[int, str, str]]) -> None:

@@ -1,0 +1,92 @@
+"""`trove --plain` at a real terminal (a pty): replies stream as they arrive, and a line typed
+while a reply runs is acknowledged with its place in the queue (issue 12, item 11)."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests import scripted_server as s
+from tests.cli_support import REPO, Env, _clean_env
+from tests.scripted_server import ScriptedServer
+
+LIMIT = 20.0
+"""Seconds a wait for output may take before the test fails (a bound, never a delay)."""
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
+
+
+class Terminal:
+    """`trove --plain` on the slave side of a pty; the test reads and types on the master."""
+
+    def __init__(self, env: Env) -> None:
+        self.master, slave = pty.openpty()
+        environ = _clean_env() | {"TERM": "xterm", "COLUMNS": "100", "LINES": "30"}
+        environ["PROMPT_TOOLKIT_NO_CPR"] = "1"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tui.cli", "--plain", *env.common],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            cwd=REPO,
+            env=environ,
+            close_fds=True,
+        )
+        os.close(slave)
+        self.seen = ""
+
+    def type(self, text: str) -> None:
+        os.write(self.master, text.encode())
+
+    def wait_for(self, pattern: str) -> None:
+        """Read until `pattern` (a regex) shows in the output, escapes stripped."""
+        deadline = time.monotonic() + LIMIT
+        while not re.search(pattern, _ANSI.sub("", self.seen)):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"never saw {pattern!r} in {_ANSI.sub('', self.seen)!r}")
+            ready, _, _ = select.select([self.master], [], [], left)
+            if ready:
+                try:
+                    self.seen += os.read(self.master, 65536).decode(errors="replace")
+                except OSError:
+                    raise AssertionError(f"trove exited; output: {self.seen!r}") from None
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.type("\x04")  # Ctrl-D quits
+            try:
+                self.proc.wait(LIMIT)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        os.close(self.master)
+
+
+@pytest.fixture
+def terminal(env: Env):
+    term = Terminal(env)
+    yield term
+    term.close()
+
+
+def test_plain_streams_a_reply_and_acknowledges_a_queued_line(
+    terminal: Terminal, server: ScriptedServer
+) -> None:
+    # The first piece arrives, then the server holds the rest: it must show now, not at the end.
+    server.script(s.text("Hello wor|ld, and the rest.", chunk_chars=9, hold=True), s.text("two"))
+    terminal.wait_for(r"Ctrl-D quits")
+    terminal.type("first question\r")
+    terminal.wait_for(r"Hello wor")
+    terminal.type("second question\r")
+    terminal.wait_for(r"queued \(1\)")
+    server.release()
+    terminal.wait_for(r"Hello wor\|ld, and the rest\.")
+    terminal.wait_for(r"two")
