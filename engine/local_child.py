@@ -39,6 +39,11 @@ class ChildLocalServer(LocalServer):
         self._proc: asyncio.subprocess.Process | None = None
 
     @property
+    def pid(self) -> int | None:
+        """The server process, while it runs (its memory is the offline model's cost)."""
+        return self._proc.pid if self._proc is not None else None
+
+    @property
     def running(self) -> bool:
         return self._proc is not None and self._base_url is not None
 
