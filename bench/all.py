@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import time
@@ -27,7 +28,7 @@ def verdict(line: str) -> str:
     if "MISS" in line:
         return "MISS"
     lowered = line.lower()
-    if "meets target" in lowered or "pass" in lowered:
+    if "meets target" in lowered or "pass" in lowered or re.search(r"\bok\b", lowered):
         return "pass"
     return "?"
 

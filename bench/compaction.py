@@ -1,4 +1,8 @@
-"""Compaction's cost to the UI loop, without the model call (target ≤ 10 ms in all).
+"""Compaction's cost to the UI loop, without the model call.
+
+Two figures, each judged: the loop's work in all (target ≤ 10 ms, the issue's
+row) and its longest stall (target ≤ 16 ms, one frame at 60 fps, as
+bench/archive.py judges the capture's stall).
 
 Builds a thread with N exchanges, then runs the region transaction with an
 instant summarizer and the app's own archive capture (`capture_hook` over a
@@ -42,6 +46,9 @@ from engine.model import Completion
 from engine.surface import Entry, Surface
 
 TARGET_MS = 10.0
+"""The UI loop's work in all per compaction."""
+TARGET_STALL_MS = 16.0
+"""The UI loop's longest stall during a compaction: one frame at 60 fps."""
 TICK = 0.001
 
 
@@ -155,14 +162,19 @@ async def measure(exchanges: int, rounds: int) -> None:
                 runs.append(await once(Path(tmp), exchanges, probed=with_probe))
     stall = statistics.median(r.stall for r in probed)
     work = statistics.median(r.cpu for r in quiet)
-    verdict = "ok" if work <= TARGET_MS and stall <= TARGET_MS else "MISS"
     print(
         f"{exchanges:>6} exchanges ({4 * exchanges:,} events): "
         f"wall {statistics.median(r.wall for r in quiet):.1f} ms (capture included); "
-        f"UI loop longest stall {stall:.1f} ms, work in all {work:.1f} ms "
-        f"(of it collecting garbage {statistics.median(r.gc for r in quiet):.1f} ms) "
-        f"(target ≤ {TARGET_MS:.0f} ms) {verdict}; "
         f"flush {statistics.median(r.flush for r in quiet):.1f} ms"
+    )
+    print(
+        f"{exchanges:>6} exchanges: UI loop work in all {work:.1f} ms "
+        f"(of it collecting garbage {statistics.median(r.gc for r in quiet):.1f} ms) "
+        f"(target ≤ {TARGET_MS:.0f} ms) {'ok' if work <= TARGET_MS else 'MISS'}"
+    )
+    print(
+        f"{exchanges:>6} exchanges: UI loop longest stall {stall:.1f} ms "
+        f"(target ≤ {TARGET_STALL_MS:.0f} ms) {'ok' if stall <= TARGET_STALL_MS else 'MISS'}"
     )
 
 
