@@ -141,9 +141,22 @@ def _has_history(path: Path) -> bool:
         return False
 
 
-def resume_hint(thread_id: str) -> str:
-    """What the front ends print on quitting a thread with history: the way back."""
-    return f"resume with: trove --thread {thread_id}"
+def resume_hint(thread_id: str, *, home: Path, user_id: str) -> str:
+    """What the front ends print on quitting a thread with history: the way back.
+
+    It names `--home` and `--user` when they are not what a bare `trove` would
+    use, so the line, pasted as it is, opens this thread and no other.
+    """
+    import shlex
+
+    from engine.config import Config, default_home
+
+    words = ["trove"]
+    if home.expanduser().resolve() != default_home().resolve():
+        words += ["--home", shlex.quote(str(home))]
+    if user_id != Config().user_id:
+        words += ["--user", shlex.quote(user_id)]
+    return "resume with: " + " ".join([*words, "--thread", thread_id])
 
 
 @dataclass

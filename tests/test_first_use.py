@@ -154,7 +154,7 @@ def test_quitting_the_repl_names_the_way_back(env: Env, server: ScriptedServer) 
     server.script(s.text("hi there"))
     shown = _at_a_terminal(env, [b"hello\r", b"\x04"], [b"\xe2\x80\xba ", b"hi there"])
     (thread,) = _threads(env.home)
-    assert f"resume with: trove --thread {thread}" in shown
+    assert f"resume with: trove --home {env.home} --thread {thread}" in shown
 
 
 def test_quitting_the_repl_without_a_message_names_nothing(

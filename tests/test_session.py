@@ -163,3 +163,17 @@ def test_delete_thread_removes_its_directory(tmp_path: Path) -> None:
         delete_thread(tmp_path, "local", "gone")
     with pytest.raises(ThreadNotFoundError):
         Thread.resume(tmp_path, "local", "gone")
+
+
+def test_the_resume_hint_names_home_and_user_only_when_a_bare_trove_would_not_find_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.session import resume_hint
+
+    monkeypatch.setenv("TROVE_HOME", str(tmp_path / "default"))
+    assert resume_hint("t1", home=tmp_path / "default", user_id="local") == (
+        "resume with: trove --thread t1"
+    )
+    assert resume_hint("t1", home=tmp_path / "my data", user_id="bob") == (
+        f"resume with: trove --home '{tmp_path / 'my data'}' --user bob --thread t1"
+    )

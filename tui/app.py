@@ -388,4 +388,5 @@ class TroveApp(App[int]):
         thread with history (one that never got a message is not on disk)."""
         runtime = self.runtime
         if runtime is not None and runtime.thread.has_history:
-            self.resume_hint = resume_hint(runtime.thread.id)
+            thread = runtime.thread
+            self.resume_hint = resume_hint(thread.id, home=thread.home, user_id=thread.user_id)

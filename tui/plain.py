@@ -256,7 +256,7 @@ async def _plain(
         # The way back, at a terminal only: piped output stays exactly the answers.
         thread = repl.runtime.thread if repl.has_runtime else None
         if sys.stdin.isatty() and thread is not None and thread.has_history:
-            hint = resume_hint(thread.id)
+            hint = resume_hint(thread.id, home=thread.home, user_id=thread.user_id)
         await repl.aclose()
     if hint is not None:
         print(hint)

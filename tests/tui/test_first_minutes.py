@@ -39,7 +39,7 @@ async def test_the_first_message_makes_the_thread_and_quitting_names_it(app_fact
         await say(pilot, "hello")
         assert _threads(tmp_path / "home") == ["t-snapshot"]
         await pilot.press("ctrl+q")
-    assert app.resume_hint == "resume with: trove --thread t-snapshot"
+    assert app.resume_hint == f"resume with: trove --home {tmp_path / 'home'} --thread t-snapshot"
 
 
 async def test_exit_quits(app_factory, tmp_path):
@@ -51,7 +51,7 @@ async def test_exit_quits(app_factory, tmp_path):
         await pilot.press("enter")
         await until(pilot, lambda: app.return_code is not None)
         assert app.return_code == 0  # quit by /exit, before the test ends the app
-    assert app.resume_hint == "resume with: trove --thread t-snapshot"
+    assert app.resume_hint == f"resume with: trove --home {tmp_path / 'home'} --thread t-snapshot"
 
 
 async def test_fork_confirms_in_the_new_thread(app_factory, server):
