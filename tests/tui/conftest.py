@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from engine.config import parse_config
+from engine.config import Config, parse_config
 from tests.support import client_for
 from tui.app import TroveApp
 from tui.widgets.transcript import Transcript
@@ -39,14 +39,20 @@ def make_app(home: Path, server: Any, *, configured: bool = True, **compaction: 
         source="test",
         env={},
     )
+    return app_for(config, home, server, configured=configured)
+
+
+def app_for(config: Config, home: Path, server: Any, **kw: Any) -> TroveApp:
+    """The app as the tests run it: the scripted server's client, a frozen clock, a fixed
+    new-thread id and config label (stable snapshots), no animation."""
     app = TroveApp(
         config,
         home,
         model=client_for(server),
-        configured=configured,
         clock=lambda: FROZEN,
         new_thread_id="t-snapshot",
         config_label="~/.local/share/trove/config.yaml",
+        **kw,
     )
     app.animation_level = "none"
     return app

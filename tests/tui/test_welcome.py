@@ -10,8 +10,7 @@ from engine import events as ev
 from engine.backend import Backend
 from engine.config import parse_config
 from engine.local import LocalSettings
-from tests.support import client_for
-from tests.tui.conftest import FROZEN, settle
+from tests.tui.conftest import app_for, settle
 from tests.tui.test_terminal_safety import screen_text
 from tui.app import TroveApp
 from tui.widgets.prompt_input import PromptInput
@@ -39,17 +38,7 @@ def offline_app(home: Path, server: Any, *, provider: str = "auto") -> TroveApp:
         config=config,
         local=LocalSettings(model_path=Path(GGUF), threads=1, context=4096, max_tokens=512),
     )
-    app = TroveApp(
-        config,
-        home,
-        model=client_for(server),
-        backend=backend,
-        clock=lambda: FROZEN,
-        new_thread_id="t-snapshot",
-        config_label="~/.local/share/trove/config.yaml",
-    )
-    app.animation_level = "none"
-    return app
+    return app_for(config, home, server, backend=backend)
 
 
 async def test_a_new_thread_welcomes_with_model_data_dir_and_keys(app_factory, server):
