@@ -160,6 +160,20 @@ class Surface:
             surface._sync(tokens, added, turn)
         return surface
 
+    def rebuild(self, events: Iterable[LogEvent]) -> None:
+        """Become the surface of other events (a rewind's line), in place: the driver,
+        the compaction and the continuity tools all hold this object.
+
+        `version` and `reshapes` only ever grow, so a span vouched for or a
+        stability check taken before the rewind can never pass after it.
+        """
+        fresh = Surface.from_events(events)
+        version, reshapes = self.version, self.reshapes
+        vars(self).update(vars(fresh))
+        self.version = version + fresh.version + 1
+        self.reshapes = reshapes + 1
+        self._vouched = None
+
     def _sync(self, tokens: int, added: int, turn: int | None) -> None:
         """Hand `from_events`' locals back: `added` entries were appended since the last sync."""
         self.tokens = tokens
