@@ -173,18 +173,24 @@ def _register_rewind(runtime: Runtime, front: FrontEnd | None) -> None:
         usage="[N]",
     )
     async def _rewind(args: str) -> str:
-        log, driver = runtime.thread.log, runtime.driver
         if not args:
-            return rewind_listing(points(log))
-        if not args.isdigit():
-            raise CommandError("/rewind N: N is a prompt's number from /rewind")
-        try:
-            point = choose(log, int(args))
-            text = rewind(driver, log, point)
-        except RewindRefused as exc:
-            raise CommandError(str(exc)) from exc
+            return rewind_listing(points(runtime.thread.log))
+        point = rewind_numbered(runtime, args)
         prefill = getattr(front, "prefill", None)
         said = f"Rewound to just before prompt {point.number} ({point.day} {point.time})."
-        if callable(prefill) and prefill(text):
+        if callable(prefill) and prefill(point.text):
             return said + " Its text is in the input, ready to edit and send."
-        return said + " Its text, to send again or edit:\n" + safe_text(text)
+        return said + " Its text, to send again or edit:\n" + safe_text(point.text)
+
+
+def rewind_numbered(runtime: Runtime, args: str) -> RewindPoint:
+    """`/rewind N` done: the point gone back to, or a CommandError saying why not."""
+    if not args.isdigit():
+        raise CommandError("/rewind N: N is a prompt's number from /rewind")
+    log = runtime.thread.log
+    try:
+        point = choose(log, int(args))
+        rewind(runtime.driver, log, point)
+    except RewindRefused as exc:
+        raise CommandError(str(exc)) from exc
+    return point
