@@ -68,7 +68,7 @@ def app_actions(shell: Shell) -> list[Command]:
         Command("threads", "switch to another thread", _threads, show="quiet"),
         Command(
             "rewind",
-            "go back to just before an earlier prompt (/rewind N by number; Esc Esc)",
+            "go back to before an earlier prompt (Esc Esc, or /rewind N)",
             _rewind,
             takes_args=True,
             usage="[N]",

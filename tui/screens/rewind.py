@@ -28,12 +28,14 @@ def _when(point: RewindPoint) -> str:
 def _line(point: RewindPoint) -> Content:
     text = " ".join(safe_text(point.text).split())
     short = text if len(text) <= 70 else text[:69] + "…"
-    mark = ("  ", "") if point.on_line else ("⑂ ", "$text-warning")
+    if point.on_line:
+        return Content.assemble("  ", (f"{_when(point)}  ", "$text-muted"), short)
     return Content.assemble(
-        mark,
+        ("○ ", "$text-warning"),
         (f"{_when(point)}  ", "$text-muted"),
         short,
-        ("  (another branch)", "$text-muted") if not point.on_line else "",
+        "  ",
+        ("(another branch)", "$text-muted"),
     )
 
 
@@ -50,7 +52,12 @@ class RewindScreen(ModalScreen[RewindPoint | None]):
     }
     RewindScreen Label { width: 1fr; padding: 0 1; }
     RewindScreen #rewind-hint { color: $text-muted; }
-    RewindScreen OptionList { height: auto; max-height: 20; border: none; }
+    RewindScreen OptionList, RewindScreen OptionList:focus {
+        height: auto;
+        max-height: 20;
+        border: none;
+        padding: 0 1;
+    }
     """
     BINDINGS = [Binding("escape", "dismiss_none", "Close")]
 
@@ -63,7 +70,7 @@ class RewindScreen(ModalScreen[RewindPoint | None]):
             yield Label(" Rewind — go back to just before a prompt", id="rewind-title")
             yield Label(
                 " Enter goes back and puts the prompt in the input to edit; nothing after it "
-                "is deleted (it stays a branch, ⑂). Esc closes.",
+                "is deleted (it stays a branch, ○). Esc closes.",
                 id="rewind-hint",
             )
             yield OptionList(*(Option(_line(point), id=str(point.number)) for point in self.points))
