@@ -215,7 +215,7 @@ class Thread:
     @property
     def has_history(self) -> bool:
         """Whether the thread has anything a user said (what `resume with:` is worth)."""
-        return any(isinstance(e, UserMessage | InboxQueued) for e in self.log.events)
+        return any(isinstance(e, UserMessage | InboxQueued) for e in self.log.file_events)
 
     @classmethod
     def resume(cls, home: Path, user_id: str, thread_id: str) -> Thread:

@@ -222,3 +222,23 @@ async def test_rewind_command_lists_and_rewinds(tmp_path, server):
     assert [e.text for e in of_kind(rt.thread.log.events, ev.UserMessage)] == ["first question"]
     assert "rewind" in (await rt.commands.run("/help")).text
     await rt.aclose()
+
+
+async def test_recovery_finds_the_originals_on_a_rewound_line(tmp_path, server):
+    """A compaction's originals are found by seq, not by index: a line has gaps."""
+    from engine.continuity.recovery import originals
+
+    rt = runtime(tmp_path, server)
+    await chat(rt, "one", "two", "three")
+    log = rt.thread.log
+    rewind(rt.driver, log, choose(log, 2))  # back to before "two"
+    await chat(rt, "four", "five")
+    await compact(rt, server)
+    start = of_kind(log.events, ev.CompactStart)[-1].seq
+    assert start > len(log.events)  # the line is shorter than its seqs
+    found = originals(log.events, start)
+    assert found is not None
+    entries, _ = found
+    said = [e.message["content"] for e in entries if e.role == "user"]
+    assert said and "two" not in said and "three" not in said
+    await rt.aclose()
