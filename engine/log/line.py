@@ -40,7 +40,7 @@ def current_line(events: Sequence[LogEvent]) -> list[LogEvent]:
 
     A file without a rewind is its own line; the same list comes back then.
     """
-    if not any(type(event) is SessionRewind for event in events):
+    if not has_rewinds(events):
         return events if isinstance(events, list) else list(events)
     return line_to(events, events[-1].seq)
 
@@ -59,4 +59,5 @@ def line_to(events: Sequence[LogEvent], seq: int) -> list[LogEvent]:
 
 
 def has_rewinds(events: Sequence[LogEvent]) -> bool:
+    """Whether the thread ever branched (else every event is on the line)."""
     return any(type(event) is SessionRewind for event in events)
