@@ -11,6 +11,7 @@ from engine import events as ev
 from tests import scripted_server as s
 from tests.support import of_kind
 from tests.tui.conftest import say, settle, type_text, until
+from tui.inspector.batches_tab import BatchesTab
 from tui.screens.rewind import RewindScreen
 from tui.widgets.chat_message import Notice
 from tui.widgets.prompt_input import PromptInput
@@ -34,6 +35,21 @@ def searches(app: Any) -> list[dict[str, Any]]:
         for r in of_kind(log.events, ev.ToolResult)
         if r.seq > start and r.name == "history_search"
     ]
+
+
+async def batches_shown(pilot: Any) -> list[str]:
+    """Open the inspector, read the states its Batches tab lists (newest batch first) once
+    it has read them, close it. A batch the position cannot reach is listed "unlinked"."""
+    await pilot.press("ctrl+o")
+    tab = pilot.app.query_one(BatchesTab)
+    await until(
+        pilot, lambda: not [w for w in pilot.app.workers if w.node is tab and not w.is_finished]
+    )
+    await settle(pilot)
+    rows = [row.state for row in tab.rows]
+    await pilot.press("ctrl+o")
+    await settle(pilot)
+    return rows
 
 
 async def pick(pilot: Any, *keys: str) -> None:
@@ -74,6 +90,8 @@ async def test_rewinding_twice_changes_what_the_model_finds(app_factory, server)
         shown = app.query_one(Transcript).events
         assert not any(TWO in getattr(e, "text", "") for e in shown)
         assert len(of_kind(log.events, ev.CompactEnd)) == 1
+        # The inspector is at the same position: the second batch is not reachable from it.
+        assert await batches_shown(pilot) == ["unlinked", "reachable"]
 
         await pilot.press("ctrl+c")  # the prefilled text goes; Up would bring it back
         server.script(
@@ -102,8 +120,8 @@ async def test_rewinding_twice_changes_what_the_model_finds(app_factory, server)
         await say(pilot, "anything?")
         (nothing,) = searches(app)
         assert nothing["status"] == "uninitialized" and found(nothing) == []
-        # The inspector reads the same position as the model.
-        assert app.runtime.continuity.snapshot().view().status == "uninitialized"
+        # The inspector reads the same position as the model: no batch is reachable.
+        assert await batches_shown(pilot) == ["unlinked", "unlinked"]
         # Nothing was deleted: every prompt is still in the log.
         said = [e.text for e in of_kind(log.file_events, ev.UserMessage) if e.item_id]
         assert f"code two is {TWO}" in said and "third prompt" in said
