@@ -43,7 +43,7 @@ def runtime(tmp_path: Path, server, thread_id: str | None = None) -> Runtime:
 async def chat(rt: Runtime, *prompts: str) -> None:
     for prompt in prompts:
         rt.driver.send(prompt)
-        await asyncio.wait_for(rt.driver.when_idle(), 5)
+        await asyncio.wait_for(rt.driver.when_idle(), 30)
 
 
 async def compact(rt: Runtime, server) -> None:
@@ -75,6 +75,9 @@ async def test_rewind_scopes_history_to_the_position_and_keeps_the_future(tmp_pa
     log = rt.thread.log
     assert texts(points(log)) == ["third prompt", f"code two is {TWO}", f"code one is {ONE}"]
     assert search(rt, TWO)["results"] and search(rt, ONE)["results"]
+    later = search(rt, TWO)["results"][0]["id"]
+    assert rt.continuity is not None
+    assert TWO in rt.continuity.snapshot().view().read(later)["text"]
     size = len(log.file_events)
 
     # Back to just before the second code: the first compaction's batch only.
@@ -82,6 +85,8 @@ async def test_rewind_scopes_history_to_the_position_and_keeps_the_future(tmp_pa
     assert len(log.file_events) == size + 1  # one line appended; nothing removed
     assert not any(TWO in getattr(e, "text", "") for e in log.events)
     assert search(rt, TWO)["results"] == []
+    unread = rt.continuity.snapshot().view().read(later)
+    assert unread["error"] == "source_unavailable" and "text" not in unread
     hit = search(rt, ONE)
     assert hit["status"] == "available" and hit["results"][0]["batch"] is not None
     assert [e.role for e in rt.driver.surface.entries][:1] == ["user"]
@@ -184,7 +189,7 @@ async def test_rewind_is_refused_while_busy(tmp_path, server):
     await server.wait_requests(4)
     assert refusal(driver, log) is not None
     server.release()
-    await asyncio.wait_for(driver.when_idle(), 5)
+    await asyncio.wait_for(driver.when_idle(), 30)
 
     # A compaction runs: the bracket is the lock.
     server.script(s.text("held summary", hold=True))
