@@ -57,7 +57,7 @@ async def test_killed_around_a_rewind(tmp_path, server, step, said):
     assert rt.driver.inbox == []  # nothing comes back queued, whichever line
     # The thread goes on along that line.
     rt.driver.send("four")
-    await asyncio.wait_for(rt.driver.when_idle(), 10)
+    await asyncio.wait_for(rt.driver.when_idle(), 30)
     prompts = [e.text for e in of_kind(log.events, ev.UserMessage) if e.item_id is not None]
     assert prompts == [*said, "four"]
     await rt.aclose()
