@@ -162,6 +162,9 @@ class TroveApp(App[int]):
         # Before its messages are built: their Markdown makes short-lived cycles.
         resume_collection()
         self.chat.attach_runtime(runtime)
+        # The archive, tools and notes: not needed to draw, so wired after the first frame
+        # (a request or compaction before that would wire them itself).
+        self.call_after_refresh(runtime.complete)
         # After the first frames, not during them: the import competes for the GIL.
         self.set_timer(
             WARM_AFTER,
