@@ -10,6 +10,7 @@ earlier messages.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,8 @@ CHUNK = 150
 """Events rendered per "load earlier" step and on opening a thread."""
 FILL_STEP = 24
 """Events of the opening chunk mounted per frame once the first screenful is drawn."""
+FILL_AFTER = 0.1
+"""Seconds after opening before the fill starts: the first frame is drawn by then."""
 FINISHING = "finishing-reply"
 """Worker group of replies whose final render is running."""
 FILLING = "filling-chunk"
@@ -399,6 +402,7 @@ class Transcript(VerticalScroll):
         self._update_buttons()
 
     async def _fill(self) -> None:
+        await asyncio.sleep(FILL_AFTER)
         while self._fill_to is not None:
             await self.wait_for_refresh()  # the first frame (then each step's) is drawn
             self._fill_step(FILL_STEP)
