@@ -41,8 +41,8 @@ QUIT_WINDOW = 3.0
 WARM_AFTER = 1.0
 """Seconds after a thread opens before the model client's import is paid."""
 COMPLETE_AFTER = 0.1
-"""Seconds after a thread opens before its continuity is wired (the first frame is drawn
-by then; a request or compaction that comes first wires it itself)."""
+"""Seconds after the thread's first frame before its continuity is wired (a request or
+compaction that comes first wires it itself)."""
 
 
 _frozen = False
@@ -168,7 +168,7 @@ class TroveApp(App[int]):
         self.chat.attach_runtime(runtime)
         # The archive, tools and notes: not needed to draw, so wired after the first frame
         # (a request or compaction before that would wire them itself).
-        self.set_timer(COMPLETE_AFTER, runtime.complete)
+        self.call_after_refresh(lambda: self.set_timer(COMPLETE_AFTER, runtime.complete))
         # After the first frames, not during them: the import competes for the GIL.
         self.set_timer(
             WARM_AFTER,

@@ -37,7 +37,7 @@ CHUNK = 150
 FILL_STEP = 24
 """Events of the opening chunk mounted per frame once the first screenful is drawn."""
 FILL_AFTER = 0.1
-"""Seconds after opening before the fill starts: the first frame is drawn by then."""
+"""Seconds after the first frame before the fill starts (work that would delay it)."""
 FINISHING = "finishing-reply"
 """Worker group of replies whose final render is running."""
 FILLING = "filling-chunk"
@@ -402,6 +402,7 @@ class Transcript(VerticalScroll):
         self._update_buttons()
 
     async def _fill(self) -> None:
+        await self.wait_for_refresh()
         await asyncio.sleep(FILL_AFTER)
         while self._fill_to is not None:
             await self.wait_for_refresh()  # the first frame (then each step's) is drawn
