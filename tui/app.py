@@ -40,6 +40,9 @@ QUIT_WINDOW = 3.0
 """Seconds a first Ctrl+C on an empty prompt waits for the second that quits."""
 WARM_AFTER = 1.0
 """Seconds after a thread opens before the model client's import is paid."""
+COMPLETE_AFTER = 0.1
+"""Seconds after the thread's first frame before its continuity is wired (a request or
+compaction that comes first wires it itself)."""
 
 
 _frozen = False
@@ -125,13 +128,14 @@ class TroveApp(App[int]):
         self.threads: ThreadController | None = None
         """Made when the chat screen is ready, from the settings as they are then."""
         self.theme = config.ui.theme
-        self._offered: bool | None = None
+        self._offered = False
+        """Whether the footer offers Esc: not as composed (nothing runs, no pane is open),
+        so the first state sync does not rebuild it for nothing."""
         self._switches = 0
         """Thread switches a command asked for that have not happened yet."""
         self._switch_notes: list[tuple[str, str]] = []
         self.resume_hint: str | None = None
         """`resume with: trove --thread ID` once the app quits in a thread with history."""
-        """Whether the footer last offered Esc (None: not yet drawn)."""
         self._quit_armed = False
         """A Ctrl+C on an empty prompt was the last key: the next one quits."""
         self._rewind_armed = False
@@ -172,6 +176,9 @@ class TroveApp(App[int]):
         # Before its messages are built: their Markdown makes short-lived cycles.
         resume_collection()
         self.chat.attach_runtime(runtime)
+        # The archive, tools and notes: not needed to draw, so wired after the first frame
+        # (a request or compaction before that would wire them itself).
+        self.call_after_refresh(lambda: self.set_timer(COMPLETE_AFTER, runtime.complete))
         # After the first frames, not during them: the import competes for the GIL.
         self.set_timer(
             WARM_AFTER,
