@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -17,6 +18,19 @@ def server() -> Iterator[ScriptedServer]:
     """A started scripted OpenAI-compatible server, so tests use real sockets and SSE."""
     with ScriptedServer() as srv:
         yield srv
+
+
+@pytest.fixture
+def refused_port() -> Iterator[int]:
+    """A port that refuses connections for the whole test: bound, never listening.
+
+    A port bound and released at once can be taken by any process before the
+    test connects (another suite's stalled listener made a retry test wait
+    out a 600 s read timeout); holding it bound keeps anyone else off it.
+    """
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield int(sock.getsockname()[1])
 
 
 @pytest.fixture

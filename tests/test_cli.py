@@ -7,7 +7,6 @@ this process over real sockets; nothing is patched.
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import pytest
@@ -40,12 +39,6 @@ def _one_line(stderr: str) -> str:
     assert len(lines) == 1, f"expected exactly one line on stderr, got:\n{stderr}"
     assert "Traceback" not in stderr, stderr
     return lines[0]
-
-
-def _dead_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # -- happy paths ------------------------------------------------------------------------
@@ -218,8 +211,10 @@ def test_bad_config_exits_2_with_one_line_naming_file_and_key(
 
 
 @pytest.mark.parametrize("mode", ["-p", "--plain"])
-def test_unreachable_server_gives_one_clear_line_and_exit_1(tmp_path: Path, mode: str) -> None:
-    port = _dead_port()
+def test_unreachable_server_gives_one_clear_line_and_exit_1(
+    tmp_path: Path, mode: str, refused_port: int
+) -> None:
+    port = refused_port
     config = tmp_path / "config.yaml"
     write_config(config, f"http://127.0.0.1:{port}/v1")
     args = [mode, "hi"] if mode == "-p" else [mode]

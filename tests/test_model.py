@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -25,13 +24,6 @@ async def client(server: ScriptedServer) -> AsyncIterator[ModelClient]:
     mc = ModelClient(base_url=server.base_url, api_key="sk-test", model="scripted-model")
     yield mc
     await mc.aclose()
-
-
-def _dead_port() -> int:
-    """A port nothing listens on: bind, read the number, close."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _assert_one_line(err: ModelError) -> None:
@@ -183,8 +175,8 @@ async def test_long_bad_request_message_is_truncated(server: ScriptedServer) -> 
     assert len(str(info.value)) < 400
 
 
-async def test_unreachable_port() -> None:
-    url = f"http://127.0.0.1:{_dead_port()}/v1"
+async def test_unreachable_port(refused_port: int) -> None:
+    url = f"http://127.0.0.1:{refused_port}/v1"
     mc = ModelClient(base_url=url, api_key="k", model="m", max_retries=0)
     try:
         with pytest.raises(ModelError) as info:

@@ -20,13 +20,6 @@ from tests.scripted_server import ScriptedServer
 from tests.support import opened
 
 
-def _free_port() -> int:
-    """A port nobody listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def stalling() -> Iterator[str]:
     """A server that accepts connections (the kernel does, from the backlog) and never answers."""
@@ -43,8 +36,8 @@ def _client(url: str, **kw: float) -> tuple[ModelClient, list[tuple[int, int]]]:
     return client, seen
 
 
-async def test_a_port_nobody_listens_on_reports_each_retry() -> None:
-    client, seen = _client(f"http://127.0.0.1:{_free_port()}/v1", max_retries=2)
+async def test_a_port_nobody_listens_on_reports_each_retry(refused_port: int) -> None:
+    client, seen = _client(f"http://127.0.0.1:{refused_port}/v1", max_retries=2)
     with pytest.raises(ModelError) as failed:
         await client.complete([{"role": "user", "content": "hi"}])
     assert failed.value.kind == "unreachable"
@@ -74,10 +67,12 @@ async def test_the_connect_timeout_is_short_and_apart_from_the_read_timeout() ->
 
 
 @pytest.mark.parametrize("mode", [["-p", "hello"], ["--plain"]])
-def test_the_command_line_says_retrying_on_stderr(tmp_path: Path, mode: list[str]) -> None:
+def test_the_command_line_says_retrying_on_stderr(
+    tmp_path: Path, mode: list[str], refused_port: int
+) -> None:
     config = tmp_path / "config.yaml"
     config.write_text(
-        f"model:\n  base_url: http://127.0.0.1:{_free_port()}/v1\n  api_key: k\n  max_retries: 1\n",
+        f"model:\n  base_url: http://127.0.0.1:{refused_port}/v1\n  api_key: k\n  max_retries: 1\n",
         encoding="utf-8",
     )
     done = trove("--home", str(tmp_path / "home"), "--config", str(config), *mode, stdin="hello\n")

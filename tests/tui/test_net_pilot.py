@@ -70,17 +70,14 @@ async def test_header_divides_by_the_offline_models_window(tmp_path: Path, serve
         assert app.query_one(TitleBar).context_used >= 0.1
 
 
-async def test_the_status_strip_says_retrying_while_a_request_is_retried(tmp_path: Path) -> None:
+async def test_the_status_strip_says_retrying_while_a_request_is_retried(
+    tmp_path: Path, refused_port: int
+) -> None:
     # Item 10: about ten seconds of a plain spinner, with no word of the retries.
-    import socket
-
     from engine.model import ModelClient
     from tui.widgets.status_strip import StatusStrip
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    url = f"http://127.0.0.1:{port}/v1"
+    url = f"http://127.0.0.1:{refused_port}/v1"
     config = parse_config(
         {"model": {"base_url": url, "api_key": "k", "max_retries": 2}}, source="t", env={}
     )
