@@ -1,0 +1,80 @@
+"""Which terms a batch cannot hold: one small bit filter per batch, made at capture.
+
+A search on a full archive would otherwise ask each of up to 32 per-batch
+FTS5 tables about each term (about 10 microseconds a term and table), and a
+query that matches nothing, or a rare word, asks all of them. The filter
+answers "certainly not here" from memory, so FTS5 is asked only about the
+batches that may hold a match; a false "maybe" (a few percent) costs one
+ordinary probe, and the FTS5 query still decides every hit.
+
+The filter holds the batch's ASCII words and CJK bigrams, read from the
+same index text FTS5 tokenizes: runs of ASCII letters and digits, lowercased
+(unicode61 folds ASCII case, and a non-ASCII character never belongs to an
+ASCII token), and the bigrams `fts.index_text` wrote. Only query terms of
+those two shapes are ever ruled out (`term_hash`); any other term (a lone CJK
+character searched as a prefix, a word with non-ASCII letters) reads "maybe".
+The hash (CRC-32) is stable, so a filter written by one process serves all.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Sequence
+
+from engine.continuity import fts
+
+# Index bytes -> ASCII words: letters lowercased, digits kept, all else a space.
+_WORDS = bytes(
+    c + 32 if 65 <= c <= 90 else c if (48 <= c <= 57 or 97 <= c <= 122) else 32 for c in range(256)
+)
+_BIGRAM = re.compile(r"[\u3400-\u9fff]{2}")
+_MIN_BITS = 1024
+_BITS_PER_TERM = 16
+
+
+def batch_terms(index: Sequence[str]) -> set[bytes]:
+    """The ASCII words and CJK bigrams in a batch's index texts (UTF-8 bytes)."""
+    joined = "\n".join(index)
+    # Non-ASCII characters become '?', a separator: no ASCII token spans one.
+    terms = set(joined.encode("ascii", "replace").translate(_WORDS).split())
+    if not joined.isascii():
+        for text in index:
+            if not text.isascii():
+                # index_text writes each bigram as its own space-separated token.
+                terms.update(b.encode("utf-8") for b in _BIGRAM.findall(text))
+    return terms
+
+
+def build(terms: set[bytes]) -> bytes:
+    """A one-hash bit filter over `terms`, at least 16 bits a term (a power of two)."""
+    size = _MIN_BITS
+    while size < _BITS_PER_TERM * len(terms):
+        size *= 2
+    bits = bytearray(size // 8)
+    mask = size - 1
+    crc = zlib.crc32
+    for term in terms:
+        at = crc(term) & mask
+        bits[at >> 3] |= 1 << (at & 7)
+    return bytes(bits)
+
+
+def term_hash(term: fts.Term) -> int | None:
+    """The term's hash when a filter can rule it out; None when it can only say maybe."""
+    if term.prefix:
+        return None
+    text = term.text
+    if text.isascii():
+        return zlib.crc32(text.encode("ascii")) if text.isalnum() else None
+    if len(text) == 2 and _BIGRAM.fullmatch(text):
+        return zlib.crc32(text.encode("utf-8"))
+    return None
+
+
+def may_hold(bits: bytes, hashed: int | None) -> bool:
+    """False only when the batch certainly lacks the term."""
+    if hashed is None or len(bits) * 8 < _MIN_BITS:
+        return True
+    at = hashed & (len(bits) * 8 - 1)
+    return bool(bits[at >> 3] >> (at & 7) & 1)
