@@ -34,15 +34,21 @@ _BITS_PER_TERM = 16
 
 
 def batch_terms(index: Sequence[str]) -> set[bytes]:
-    """The ASCII words and CJK bigrams in a batch's index texts (UTF-8 bytes)."""
-    joined = "\n".join(index)
-    # Non-ASCII characters become '?', a separator: no ASCII token spans one.
-    terms = set(joined.encode("ascii", "replace").translate(_WORDS).split())
-    if not joined.isascii():
-        for text in index:
-            if not text.isascii():
-                # index_text writes each bigram as its own space-separated token.
-                terms.update(b.encode("utf-8") for b in _BIGRAM.findall(text))
+    """The ASCII words and CJK bigrams in a batch's index texts (UTF-8 bytes).
+
+    One text at a time: each C call then holds the GIL for a fraction of a
+    millisecond, where one call over a whole batch held it for tens of
+    milliseconds and stalled the event loop the capture was offloaded from.
+    """
+    terms: set[bytes] = set()
+    for text in index:
+        if text.isascii():
+            terms.update(text.encode("ascii").translate(_WORDS).split())
+            continue
+        # Non-ASCII characters become '?', a separator: no ASCII token spans one.
+        terms.update(text.encode("ascii", "replace").translate(_WORDS).split())
+        # index_text writes each bigram as its own space-separated token.
+        terms.update(b.encode("utf-8") for b in _BIGRAM.findall(text))
     return terms
 
 
