@@ -76,7 +76,7 @@ def search_batches(
     try:
         present = _present(conn, batch_ids)
         bits = _filters(conn, present, filters if filters is not None else {})
-        hashes = [term_filter.term_hash(t) for t in terms]
+        may = term_filter.possible(bits, [term_filter.term_hash(t) for t in terms])
         originals: list[tuple[Any, ...]] = []
         echoes: list[tuple[Any, ...]] = []
         seen: set[int] = set()
@@ -85,8 +85,7 @@ def search_batches(
             if not present or (not every and (originals or not partial)):
                 break
             # Only the batches whose filter leaves the tier possible are asked.
-            test = all if every else any
-            allowed = {b for b in present if test(term_filter.may_hold(bits[b], h) for h in hashes)}
+            allowed = may[0] if every else may[1]
             expression = fts.fts_query(terms, every=every)
             for chunk in _chunks(conn, terms, present, allowed, every, holding, damaged):
                 probe = _probe(conn, expression, chunk, limit, damaged, allowed)

@@ -80,6 +80,26 @@ def term_hash(term: fts.Term) -> int | None:
     return None
 
 
+def possible(bits: dict[int, bytes], hashes: list[int | None]) -> tuple[set[int], set[int]]:
+    """(batches that may hold every term, batches that may hold some term)."""
+    every: set[int] = set()
+    some: set[int] = set()
+    for batch_id, filt in bits.items():
+        size = len(filt) * 8
+        held = 0
+        for hashed in hashes:
+            if hashed is None or size < _MIN_BITS:
+                held += 1
+            else:
+                at = hashed % size
+                held += filt[at >> 3] >> (at & 7) & 1
+        if held:
+            some.add(batch_id)
+            if held == len(hashes):
+                every.add(batch_id)
+    return every, some
+
+
 def may_hold(bits: bytes, hashed: int | None) -> bool:
     """False only when the batch certainly lacks the term."""
     if hashed is None or len(bits) * 8 < _MIN_BITS:
