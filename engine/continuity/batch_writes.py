@@ -3,9 +3,10 @@
 The caller (`ArchiveStore.capture`) holds `BEGIN IMMEDIATE`, so competing
 captures serialize their retention decisions. The oldest batches are evicted
 first (to respect `max_batches`, then until the estimated size fits under the
-page ceiling) and the new batch is inserted with its term filter. Evicting a batch drops its own
-FTS5 table, which frees its pages at once, so eviction makes room inside the
-same transaction (a shared FTS table would only gain tombstones).
+page ceiling) and the new batch is inserted with its term filter. Evicting a
+batch drops its own FTS5 table, which frees its pages at once, so eviction
+makes room inside the same transaction (a shared FTS table would only gain
+tombstones: SQLite 3.40 has no contentless_delete or secure-delete).
 """
 
 from __future__ import annotations
