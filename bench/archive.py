@@ -184,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
             f"pages: {used} used + {total - used} free of {MAX_PAGE_COUNT} "
             f"({(total * 4096) / 2**20:.1f} MiB file); text generation {generating:.1f} s"
         )
+        if store._conn is not None:
+            size = store._conn.execute("SELECT sum(length(bits)) FROM term_filters").fetchone()[0]
+            print(f"term filters: {(size or 0) / 1024:.0f} KiB (the batches' search filters)")
         at_ceiling = [(t, s) for t, s, full in captures if full]
         if at_ceiling:
             took = statistics.median(t for t, _ in at_ceiling)

@@ -132,8 +132,9 @@ def test_a_version_1_archive_is_migrated_and_bound_by_its_next_capture(tmp_path:
     store = ArchiveStore(path, TaskContinuityConfig(), scope=SCOPE)
     events = fill(store)
     store.close()
-    conn = sqlite3.connect(path)  # what a version 1 file looks like: no binding
+    conn = sqlite3.connect(path)  # what a version 1 file looks like: no binding, no filters
     conn.execute("DROP TABLE meta")
+    conn.execute("DROP TABLE term_filters")
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
     conn.close()
@@ -146,9 +147,48 @@ def test_a_version_1_archive_is_migrated_and_bound_by_its_next_capture(tmp_path:
     writer.capture(400, [rec(99, "after the migration")])
     writer.close()
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
     assert conn.execute("SELECT value FROM meta WHERE key = 'scope'").fetchone()[0] == SCOPE
     assert conn.execute("SELECT count(*) FROM batches").fetchone()[0] == 4
+    conn.close()
+
+
+def test_a_version_2_archive_is_searched_before_and_after_its_migration(tmp_path: Path) -> None:
+    """Batches captured before term filters existed are still found (they are always asked)."""
+    path = tmp_path / "history.sqlite"
+    store = ArchiveStore(path, TaskContinuityConfig(), scope=SCOPE)
+    events = fill(store)
+    store.close()
+    conn = sqlite3.connect(path)  # what a version 2 file looks like: no term filters
+    conn.execute("DROP TABLE term_filters")
+    conn.execute("PRAGMA user_version = 2")
+    conn.commit()
+    conn.close()
+
+    def found(store: ArchiveStore, query: str) -> list[str]:
+        ids = [b.id for b in store.batches()]
+        return sorted(h.source.text for h in store.search(query, batch_ids=ids))
+
+    reader = ArchiveStore(path, TaskContinuityConfig(), readonly=True, scope=SCOPE)
+    assert found(reader, "word2") == ["common word2 item0", "common word2 item1"]
+    view = HistoryView.open(events, SCOPE, [], reader)
+    assert view.search("word1 item1")["status"] == "available"
+    reader.close()
+
+    writer = ArchiveStore(path, TaskContinuityConfig(), scope=SCOPE)
+    assert found(writer, "word3") == ["common word3 item0", "common word3 item1"]
+    writer.capture(400, [rec(99, "after the migration word3")])
+    assert found(writer, "word3") == [
+        "after the migration word3",
+        "common word3 item0",
+        "common word3 item1",
+    ]
+    assert found(writer, "nowhere") == []
+    writer.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    # only the batch captured after the migration has a filter
+    assert [r[0] for r in conn.execute("SELECT batch_id FROM term_filters")] == [4]
     conn.close()
 
 

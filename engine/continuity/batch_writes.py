@@ -3,9 +3,10 @@
 The caller (`ArchiveStore.capture`) holds `BEGIN IMMEDIATE`, so competing
 captures serialize their retention decisions. The oldest batches are evicted
 first (to respect `max_batches`, then until the estimated size fits under the
-page ceiling) and the new batch is inserted. Evicting a batch drops its own
-FTS5 table, which frees its pages at once, so eviction makes room inside the
-same transaction (a shared FTS table would only gain tombstones).
+page ceiling) and the new batch is inserted with its term filter. Evicting a
+batch drops its own FTS5 table, which frees its pages at once, so eviction
+makes room inside the same transaction (a shared FTS table would only gain
+tombstones: SQLite 3.40 has no contentless_delete or secure-delete).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.continuity import fts
+from engine.continuity import fts, term_filter
 from engine.continuity.query import fts_table
 from engine.continuity.records import Source
 
@@ -49,6 +50,7 @@ class PreparedBatch:
     omitted: int
     truncated: int
     need_bytes: int
+    filter: bytes
 
 
 def prepare(sources: Sequence[Source], *, max_records: int, max_chars: int) -> PreparedBatch:
@@ -62,12 +64,14 @@ def prepare(sources: Sequence[Source], *, max_records: int, max_chars: int) -> P
     kept = list(sources[len(sources) - limit :] if len(sources) > limit else sources)
     kept = [s.cut(max_chars) for s in kept]
     index = [fts.index_text(s.text) for s in kept]
+    bits = term_filter.build(term_filter.batch_terms(index))
     return PreparedBatch(
         kept,
         index,
         len(sources) - len(kept),
         sum(1 for s in kept if s.truncated),
-        estimate_bytes(kept, index),
+        estimate_bytes(kept, index) + len(bits) + _ROW_OVERHEAD,
+        bits,
     )
 
 
@@ -99,6 +103,9 @@ def write_batch(
         omitted=batch.omitted,
         truncated=batch.truncated,
     )
+    conn.execute(
+        "INSERT INTO term_filters (batch_id, bits) VALUES (?, ?)", (batch_id, batch.filter)
+    )
     return CaptureResult(batch_id, len(batch.sources), batch.omitted, batch.truncated)
 
 
@@ -106,12 +113,15 @@ def estimate_bytes(sources: Sequence[Source], index: Sequence[str]) -> int:
     """Pages' worth of bytes the new batch will take (see the factors above)."""
     return math.ceil(
         sum(
-            _TEXT_FACTOR * len(s.text.encode("utf-8"))
-            + _INDEX_FACTOR * len(i.encode("utf-8"))
-            + _ROW_OVERHEAD
+            _TEXT_FACTOR * _utf8_bytes(s.text) + _INDEX_FACTOR * _utf8_bytes(i) + _ROW_OVERHEAD
             for s, i in zip(sources, index, strict=True)
         )
     )
+
+
+def _utf8_bytes(text: str) -> int:
+    """The UTF-8 length; ASCII text (most of it) without encoding a copy."""
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
 def existing(conn: sqlite3.Connection, batch_key: int) -> CaptureResult | None:
@@ -156,6 +166,7 @@ def _free_pages(conn: sqlite3.Connection, max_page_count: int) -> int:
 def _evict(conn: sqlite3.Connection, batch_id: int) -> None:
     conn.execute("DELETE FROM sources WHERE batch_id = ?", (batch_id,))
     conn.execute(f"DROP TABLE IF EXISTS {fts_table(batch_id)}")
+    conn.execute("DELETE FROM term_filters WHERE batch_id = ?", (batch_id,))
     conn.execute("DELETE FROM batches WHERE id = ?", (batch_id,))
 
 

@@ -1,7 +1,10 @@
 """Searching the archive's per-batch FTS5 tables, fast on a full archive.
 
 Each batch has its own contentless FTS5 table (`fts_<batch id>`, see
-store.py). A search runs in one read transaction and, per tier:
+store.py) and a term filter (term_filter.py). A search runs in one read
+transaction and, per tier, over the batches whose filter leaves the tier
+possible (a batch certainly lacking a term is never asked about it; a query
+matching nothing usually asks no table at all):
 
 1. probe statements, newest batches first: each a UNION ALL over a few
    batches' tables that returns at most `limit + 1` matching rowids per
@@ -32,7 +35,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
-from engine.continuity import fts
+from engine.continuity import fts, term_filter
 from engine.continuity.records import Hit, Source
 
 
@@ -57,28 +60,35 @@ def search_batches(
     limit: int,
     partial: bool = True,
     damaged: dict[int, str] | None = None,
+    filters: dict[int, bytes] | None = None,
 ) -> list[Hit]:
     """Up to `limit` hits from `batch_ids` (newest first), originals before echoes.
 
     Sources holding only some of the terms are searched for only when no
     original holds them all (and `partial` allows it). A batch whose table
     or rows cannot be read is skipped and named in `damaged` (batch id ->
-    why), so one broken batch never hides the others.
+    why), so one broken batch never hides the others. `filters` caches the
+    batches' term filters (batch id -> bits) between searches; the filters
+    of batches never seen before are read into it.
     """
     damaged = {} if damaged is None else damaged
     conn.execute("BEGIN")
     try:
         present = _present(conn, batch_ids)
+        bits = _filters(conn, present, filters if filters is not None else {})
+        may = term_filter.possible(bits, [term_filter.term_hash(t) for t in terms])
         originals: list[tuple[Any, ...]] = []
         echoes: list[tuple[Any, ...]] = []
         seen: set[int] = set()
-        holding: dict[fts.Term, set[int]] = {}
+        holding: dict[fts.Term, tuple[set[int], set[int]]] = {}
         for every in (True, False) if len(terms) > 1 else (True,):
             if not present or (not every and (originals or not partial)):
                 break
+            # Only the batches whose filter leaves the tier possible are asked.
+            allowed = may[0] if every else may[1]
             expression = fts.fts_query(terms, every=every)
-            for chunk in _chunks(conn, terms, present, every, holding, damaged):
-                probe = _probe(conn, expression, chunk, limit, damaged)
+            for chunk in _chunks(conn, terms, present, allowed, every, holding, damaged):
+                probe = _probe(conn, expression, chunk, limit, damaged, allowed)
                 for batch_id in chunk:
                     found = probe.get(batch_id)
                     if not found:
@@ -111,6 +121,28 @@ def _present(conn: sqlite3.Connection, ids: list[int]) -> list[int]:
     return [i for i in ids if i in stored]
 
 
+def _filters(conn: sqlite3.Connection, ids: list[int], cache: dict[int, bytes]) -> dict[int, bytes]:
+    """Each batch's term filter (b"" when it has none: captured before schema 3, or unreadable).
+
+    A filter is written with its batch and never changes, so it is read once.
+    """
+    missing = [i for i in ids if i not in cache]
+    if missing:
+        try:
+            rows = conn.execute(
+                "SELECT batch_id, bits FROM term_filters WHERE batch_id >= ?", (min(missing),)
+            ).fetchall()
+        except sqlite3.Error:  # a file of schema 2 (read before a writer migrates it)
+            rows = []
+        found = {b: bits for b, bits in rows if type(b) is int and type(bits) is bytes}
+        for i in missing:
+            cache[i] = found.get(i, b"")
+        if len(cache) > 2 * len(ids) + 8:  # forget evicted batches
+            for gone in cache.keys() - set(ids):
+                del cache[gone]
+    return {i: cache[i] for i in ids}
+
+
 _HEAD = 2
 _NEXT = 6
 """Batches in the first and second probe, newest first; the third probe takes the rest."""
@@ -120,8 +152,9 @@ def _chunks(
     conn: sqlite3.Connection,
     terms: list[fts.Term],
     ids: list[int],
+    allowed: set[int],
     every: bool,
-    holding: dict[fts.Term, set[int]],
+    holding: dict[fts.Term, tuple[set[int], set[int]]],
     damaged: dict[int, str],
 ) -> Iterator[list[int]]:
     """The batches to probe, newest first, in growing groups; past the newest, only candidates.
@@ -132,10 +165,16 @@ def _chunks(
     term per table costs a single index seek where the whole expression
     costs one per term, and a rare code or a query that matches nothing
     would otherwise pay every term in every table, twice (both tiers).
-    Which tables hold a term is kept in `holding` for the second tier.
+    Which tables were asked about a term, and which hold it, is kept in
+    `holding` for the second tier (whose batches may differ: see the filters).
+
+    Groups are cut from all of `ids`, so each group's statement is one
+    SQLite already holds; the batches outside `allowed` are switched off in
+    it by a bound flag (see `_probe`), and a group with none allowed is
+    skipped.
     """
     head, rest = ids[:_HEAD], ids[_HEAD:]
-    if head:
+    if allowed.intersection(head):
         yield head
     if not rest:
         return
@@ -143,28 +182,32 @@ def _chunks(
         wanted = [max(terms, key=lambda t: len(t.text))] if every else terms
         candidates: set[int] = set()
         for term in wanted:
-            if term not in holding:
-                holding[term] = set(_probe(conn, term.fts(), rest, 0, damaged))
-            candidates |= holding[term]
-        narrowed = [b for b in rest if b in candidates]
+            probed, found = holding.setdefault(term, (set(), set()))
+            unasked = {b for b in rest if b in allowed and b not in probed}
+            if unasked:
+                found.update(_probe(conn, term.fts(), rest, 0, damaged, unasked))
+                probed.update(unasked)
+            candidates |= found
+        narrowed = [b for b in rest if b in candidates and b in allowed]
         if len(narrowed) < len(rest):
             # A set of tables seen for the first time: one UNION ALL over it
             # would be prepared afresh (10-15 microseconds a table), while a
             # one-table probe is a statement SQLite already holds.
             yield from ([b] for b in narrowed)
             return
-    if rest[:_NEXT]:
-        yield rest[:_NEXT]
-    if rest[_NEXT:]:
-        yield rest[_NEXT:]
+    for group in (rest[:_NEXT], rest[_NEXT:]):
+        if allowed.intersection(group):
+            yield group
 
 
 @lru_cache(maxsize=256)
 def _probe_sql(ids: tuple[int, ...]) -> str:
+    # ?3, ?4, ...: one flag a table; a false flag is a constant condition,
+    # so SQLite skips that table's FTS5 query (32 tables off: ~8 microseconds).
     return " UNION ALL ".join(
         f"SELECT {b} AS b, rowid FROM (SELECT rowid FROM {fts_table(b)} "
-        f"WHERE {fts_table(b)} MATCH ?1 LIMIT ?2)"
-        for b in ids
+        f"WHERE ?{n + 3} AND {fts_table(b)} MATCH ?1 LIMIT ?2)"
+        for n, b in enumerate(ids)
     )
 
 
@@ -174,18 +217,23 @@ def _probe(
     ids: list[int],
     limit: int,
     damaged: dict[int, str],
+    allowed: set[int],
 ) -> dict[int, list[int]]:
-    """One statement over every batch; when it fails, one per batch to find the broken ones."""
+    """One statement over the `allowed` of `ids`; on failure, one per batch to find the broken."""
     found: dict[int, list[int]] = {}
+    flags = [b in allowed for b in ids]
     try:
-        for batch_id, rowid in conn.execute(_probe_sql(tuple(ids)), (expression, limit + 1)):
+        sql = _probe_sql(tuple(ids))
+        for batch_id, rowid in conn.execute(sql, (expression, limit + 1, *flags)):
             found.setdefault(batch_id, []).append(rowid)
         return found
     except sqlite3.Error:
         found = {}
     for one in ids:
+        if one not in allowed:
+            continue
         try:
-            rows = conn.execute(_probe_sql((one,)), (expression, limit + 1)).fetchall()
+            rows = conn.execute(_probe_sql((one,)), (expression, limit + 1, True)).fetchall()
         except sqlite3.Error as exc:
             damaged.setdefault(one, str(exc))
             continue

@@ -14,6 +14,9 @@ table per batch made at capture (`query.fts_table`).
 Version 2: `meta` with `scope`, the user/thread binding (`status.scope_binding`)
 the file was made for. A version 1 file is adopted by the thread whose writer
 migrates it (it sits in that thread's directory).
+Version 3: `term_filters`, one row per batch captured since (batch id, the
+bits of `term_filter.build`), deleted with its batch. A batch captured before
+has none and is always asked (search is only slower for it, never different).
 """
 
 from __future__ import annotations
@@ -74,6 +77,12 @@ def _add_scope_binding(conn: sqlite3.Connection, scope: str | None) -> None:
         conn.execute("INSERT INTO meta (key, value) VALUES ('scope', ?)", (scope,))
 
 
+def _add_term_filters(conn: sqlite3.Connection, scope: str | None) -> None:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS term_filters (batch_id INTEGER PRIMARY KEY, bits BLOB NOT NULL)"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
     """One step: `apply(conn, scope)` takes a file from `version - 1` to `version`."""
@@ -85,6 +94,7 @@ class Migration:
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, _create_tables),
     Migration(2, _add_scope_binding),
+    Migration(3, _add_term_filters),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

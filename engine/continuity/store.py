@@ -6,7 +6,8 @@ the rows of a new batch), reads.py (listing and reading sources back) and
 query.py (searching the per-batch FTS5 tables).
 
 The file holds `batches` (one row per capture), `sources` (one row per
-record) and one contentless FTS5 table per batch, `fts_<batch id>`: searching
+record), `term_filters` (what each batch certainly lacks: term_filter.py)
+and one contentless FTS5 table per batch, `fts_<batch id>`: searching
 a batch is a query on its own table, so a position that cannot reach a batch
 cannot query it. A file bound to another thread (a copied archive) reads as
 `ArchiveScopeError`, and no capture writes into it.
@@ -127,6 +128,8 @@ class ArchiveStore:
         self._shared = False
         self._found: dict[int, str] = {}
         self._tables: tuple[int, frozenset[str]] = (-1, frozenset())
+        self._filters: dict[int, bytes] = {}
+        """Batch id -> its term filter (immutable once written), read once per batch."""
         self._lock = threading.RLock()
 
     # -- connection ------------------------------------------------------------
@@ -380,7 +383,14 @@ class ArchiveStore:
         def work(conn: sqlite3.Connection) -> list[Hit]:
             usable = [b for b in ids if b not in self.damaged]
             return search_batches(
-                conn, terms, usable, role=role, limit=limit, partial=partial, damaged=self._found
+                conn,
+                terms,
+                usable,
+                role=role,
+                limit=limit,
+                partial=partial,
+                damaged=self._found,
+                filters=self._filters,
             )
 
         return self._read(work, [])
