@@ -212,6 +212,52 @@ async def _wait_ready(app: App[Any], trove: bool) -> float:
     return time.perf_counter()
 
 
+class _DrawWork:
+    """Counts the screen's layouts and repaints and the reply's frames, with their CPU time.
+
+    Wall-clock figures swing with the machine's load; the number of layouts
+    per reply and the UI thread's CPU time (`thread_time`: other processes do
+    not add to it) compare before/after on a shared machine. Counting wraps
+    the methods on the classes, in the child only, for the scenario's life.
+    """
+
+    WRAPPED = (
+        ("textual.screen", "Screen", "_refresh_layout", "layouts"),
+        ("textual.screen", "Screen", "_compositor_refresh", "repaints"),
+        ("tui.widgets.assistant_message", "AssistantMessage", "_show_pending", "frames"),
+    )
+
+    def __init__(self) -> None:
+        import importlib
+
+        self.counts: dict[str, list[float]] = {}
+        for module, cls_name, method, label in self.WRAPPED:
+            cls = getattr(importlib.import_module(module), cls_name)
+            setattr(cls, method, self._wrap(getattr(cls, method), label))
+        self._cpu0 = time.thread_time()
+
+    def _wrap(self, original: Callable[..., Any], label: str) -> Callable[..., Any]:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            started = time.thread_time()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                entry = self.counts.setdefault(label, [0, 0.0])
+                entry[0] += 1
+                entry[1] += time.thread_time() - started
+
+        return counted
+
+    def reset(self) -> None:
+        self.counts.clear()
+        self._cpu0 = time.thread_time()
+
+    def snapshot(self) -> dict[str, Any]:
+        """Per label: [calls, CPU ms] (a layout's CPU includes the repaint it makes)."""
+        work = {k: [int(n), cpu * 1000] for k, (n, cpu) in self.counts.items()}
+        return {"loop_cpu_ms": (time.thread_time() - self._cpu0) * 1000, "work": work}
+
+
 class _LoopWatch:
     """Largest event-loop stall seen by a 5 ms heartbeat while active.
 
@@ -429,12 +475,14 @@ async def _scenario_stream(pilot: Pilot[Any], trove: bool, args: argparse.Namesp
     transcript = app.query_one(Transcript)
     prompt = app.query_one(PromptInput)
     expected = words(STREAM_WORDS).content
+    draws = _DrawWork()
     for run in range(args.stream_runs + 1):
         typing = run == args.stream_runs  # the last run also types while it streams
         replies = len(transcript.query(AssistantMessage))
         watch = _LoopWatch()
         await _type(app, f"stream {run}")
         sent = time.perf_counter()
+        draws.reset()
         watch.start()
         stop = asyncio.Event()
         typist = _Typist(app, prompt) if typing else None
@@ -454,6 +502,7 @@ async def _scenario_stream(pilot: Pilot[Any], trove: bool, args: argparse.Namesp
         await _until(whole_reply_shown, 60)
         await message.wait_for_refresh()
         frame = time.perf_counter()
+        drawn = draws.snapshot()
         stall = watch.stop()
         stop.set()
         keys_ms: list[float] = []
@@ -474,6 +523,7 @@ async def _scenario_stream(pilot: Pilot[Any], trove: bool, args: argparse.Namesp
                 "stall_ms": stall,
                 "stacks": watch.top_stacks(),
                 "stalls": watch.stalls,
+                **drawn,
             }
         )
     app.exit()
@@ -899,6 +949,14 @@ def bench_stream(work: Path, runs: int, rate: float) -> None:
             f"{last_token - rec['sent']:.2f} s; -> reply widget "
             f"{(rec['first_widget'] - rec['sent']) * 1000:.0f} ms; "
             f"{len(long_stalls)} event-loop stalls > 50 ms, longest {rec['stall_ms']:.0f} ms)"
+        )
+        work = rec.get("work", {})
+        print(
+            "           UI thread CPU from prompt to whole reply "
+            f"{rec.get('loop_cpu_ms', 0):.0f} ms; "
+            + ", ".join(
+                f"{n} {label} ({cpu:.0f} ms CPU)" for label, (n, cpu) in sorted(work.items())
+            )
         )
         if rec["typing"]:
             keys, echo = rec["keys_ms"], rec["echo_ms"]

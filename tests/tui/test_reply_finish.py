@@ -22,7 +22,7 @@ TEXT = "A reply that has to wrap on a narrow terminal, word by word."
 
 def shown(message: AssistantMessage) -> str:
     """The words the finished widget draws on screen (it wraps them), one space apart."""
-    width, height = message.size
+    width, height = message.outer_size  # its padding too: `size` would crop the lines
     lines = message.render_lines(Region(0, 0, width, height))
     return " ".join(" ".join(line.text for line in lines).split())
 
@@ -59,18 +59,19 @@ async def test_a_reply_drawn_by_frames_ends_whole_as_one_widget():
         words = TEXT.split(" ")
         half = len(words) // 2
         message.write(" ".join(words[:half]) + " ")
-        while not message.children:  # a frame drew the first half
+        while not message.drawn:  # a frame drew the first half
             await pilot.pause()
         assert message.drawn == " ".join(words[:half]) + " "
         message.write(" ".join(words[half:]))
         await message.finish(TEXT)
         await pilot.pause()
-        assert not message.children
+        assert not message.children and not message.frozen_runs
         assert message.drawn == TEXT and shown(message) == TEXT
 
 
 async def test_finished_blocks_are_frozen_and_only_the_open_tail_is_drawn_again():
-    """A long reply streams into a few parts, not a widget per block, and ends as one."""
+    """A long reply streams into a few frozen runs, not one per block, never mounts a
+    child, and ends as one widget."""
     paragraphs = [f"paragraph {i} " + "word " * 40 for i in range(60)]
     text = "\n\n".join(p.strip() for p in paragraphs)
     app: App[None] = App()
@@ -81,15 +82,18 @@ async def test_finished_blocks_are_frozen_and_only_the_open_tail_is_drawn_again(
         for at in range(0, len(text), 200):  # a delta per frame, or about
             message.write(text[at : at + 200])
             await pilot.pause()
-            frozen_seen.append(len(message.children) - 1)
+            frozen_seen.append(message.frozen_runs)
+            assert not message.children
         while message.drawn != text:
             await pilot.pause()
-        tail = message.children[-1]
+        await pilot.pause()  # the layout after the last frame
+        tail = message.open_text
         blocks = len(paragraphs)
         assert 1 < max(frozen_seen) <= len(text) // FREEZE_CHARS < blocks
         longest_block = max(len(p) for p in paragraphs)
-        assert len(tail.source) < FREEZE_CHARS + longest_block  # type: ignore[attr-defined]
-        assert text.endswith(tail.source)  # type: ignore[attr-defined]
+        assert len(tail) < FREEZE_CHARS + longest_block
+        assert text.endswith(tail)
+        assert shown(message) == " ".join(text.split())  # every frozen run and the tail
         await message.finish(text)
         await pilot.pause()
         assert not message.children and message.text == text

@@ -19,7 +19,6 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from engine.commands import is_command
 from engine.driver import DriverClosedError, InboxItemId
@@ -47,6 +46,7 @@ from tui.bridge import (
 )
 from tui.messages import OpenBatch, PromptSubmitted, QueueItemEdit, QueueItemRemove
 from tui.typed import stray_character
+from tui.widgets.key_footer import KeyFooter
 from tui.widgets.new_output import NewOutputMarker
 from tui.widgets.prompt_input import PromptInput
 from tui.widgets.slash_menu import SlashMenu
@@ -121,7 +121,7 @@ class ChatScreen(Screen[None]):
             yield StatusStrip(self.settings.clock, id="status")
             yield SlashMenu(id="slash")
             yield PromptInput(id="prompt")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         prompt = self.query_one(PromptInput)

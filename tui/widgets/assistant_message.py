@@ -1,14 +1,15 @@
-"""The reply being streamed: drawn at a frame rate in frozen parts, one widget once finished.
+"""The reply being streamed: drawn at a frame rate from cached lines, one widget throughout.
 
 However fast the model, the UI loop draws at most one frame per `FRAME`: a
 delta only joins a list and, if none is armed, arms the frame's timer. While
-it streams, a reply is a few `ReplyPart` children: finished Markdown blocks
-are frozen into a part once (at least `FREEZE_CHARS` of them at a time, so a
-long reply has tens of parts, not a widget per block), and only the open
-tail is parsed and rendered again each frame. Once the log holds the reply,
-it becomes one widget rendered from the log's text, exactly as a reply
-replayed from the log (`PastReply`) is, so live and resumed replies look
-the same and a long thread keeps one widget per reply.
+it streams, the reply draws itself line by line: finished Markdown blocks are
+frozen into runs (at least `FREEZE_CHARS` of them at a time) whose lines are
+rendered once at the current width and kept, and only the open tail is
+parsed and rendered again each frame, once, for both the layout's measure
+and the drawing. The widget's height is a count of lines, no child is ever
+mounted, and a frame costs one layout. Once the log holds the reply, it
+shows the log's text rendered exactly as a reply replayed from the log
+(`PastReply`) is, so live and resumed replies look the same.
 
 Imported on the first reply, not at launch. The text shown (and copied) is
 the reply made terminal-safe; an escape sequence split across deltas is held
@@ -22,8 +23,11 @@ import contextlib
 import time
 
 from rich.markdown import Markdown as RichMarkdown
+from textual.geometry import Size
+from textual.strip import Strip
+from textual.style import Style as VisualStyle
 from textual.timer import Timer
-from textual.widgets import Static
+from textual.visual import Visual, visualize
 
 from engine.safe_text import SafeStream, safe_text
 from tui.widgets.chat_message import PastReply
@@ -61,23 +65,22 @@ def split_open_block(source: RichMarkdown, text: str) -> int:
     return 0
 
 
-class ReplyPart(Static):
-    """A run of a streaming reply's Markdown blocks, rendered as one."""
+class _StreamLines:
+    """A streaming reply's rendered lines at one width and style."""
 
-    DEFAULT_CSS = """
-    ReplyPart { height: auto; }
-    ReplyPart.-after { margin-top: 1; }
-    """
+    def __init__(self) -> None:
+        self.reset(0, None)
 
-    def __init__(self, text: str, *, after: bool = False) -> None:
-        super().__init__(RichMarkdown(text))
-        self.source = text
-        if after:
-            self.add_class("-after")
-
-    def show(self, source: RichMarkdown, text: str) -> None:
-        self.source = text
-        self.update(source)
+    def reset(self, width: int, style: VisualStyle | None) -> None:
+        self.width = width
+        self.style = style
+        self.frozen: list[Strip] = []
+        """The frozen runs' lines, a blank line between runs."""
+        self.runs = 0
+        """Frozen runs rendered into `frozen`."""
+        self.tail: list[Strip] | None = None
+        """The open tail's lines; None: the frame changed it, render it again."""
+        self.all: list[Strip] | None = None
 
 
 class AssistantMessage(PastReply):
@@ -87,10 +90,15 @@ class AssistantMessage(PastReply):
         self._safe = SafeStream()
         self._pending: list[str] = []
         """Text written since the last frame was drawn."""
+        self._runs: list[str] = []
+        """Frozen runs of finished blocks, in order; each is rendered once per width."""
         self._open = ""
-        """The text of the tail part: the blocks not frozen yet."""
-        self._frozen: list[ReplyPart] = []
-        self._tail: ReplyPart | None = None
+        """The text of the open tail: the blocks not frozen yet."""
+        self._open_source: RichMarkdown | None = None
+        """The open tail parsed by the last frame (rendered at most once per frame)."""
+        self._lines = _StreamLines()
+        self._streaming = False
+        """Frames draw the reply (from `_lines`), not the log's text yet."""
         self._frame: Timer | None = None
         self._busy = False
         """A frame is being drawn and has not reached the screen yet."""
@@ -110,10 +118,20 @@ class AssistantMessage(PastReply):
 
     @property
     def drawn(self) -> str:
-        """The text the widget draws now: its parts while streaming, then the log's text."""
-        if self._tail is None:
+        """The text the widget draws now: its frames while streaming, then the log's text."""
+        if not self._streaming:
             return self.text
-        return "".join(part.source for part in self._frozen) + self._tail.source
+        return "".join(self._runs) + self._open
+
+    @property
+    def frozen_runs(self) -> int:
+        """Runs of finished blocks frozen so far (none once the reply is finished)."""
+        return len(self._runs) if self._streaming else 0
+
+    @property
+    def open_text(self) -> str:
+        """The open tail that each frame parses and renders again."""
+        return self._open if self._streaming else ""
 
     def write(self, fragment: str) -> None:
         """Called per delta; returns at once: the next frame draws it."""
@@ -137,27 +155,68 @@ class AssistantMessage(PastReply):
             self._drawn(started)
 
     def _show_pending(self) -> None:
-        """Draw what was written since the last frame: freeze finished blocks, redo the tail."""
+        """Take what was written since the last frame: freeze finished blocks, reparse the tail.
+
+        Nothing is rendered here: the layout that follows measures the reply
+        by rendering what changed, and drawing reuses those lines.
+        """
         text = self._open + "".join(self._pending)
         self._pending.clear()
         source = RichMarkdown(text)
         split = split_open_block(source, text)
         if split >= FREEZE_CHARS:
-            frozen = ReplyPart(text[:split], after=bool(self._frozen))
-            self._frozen.append(frozen)
+            self._runs.append(text[:split])
             text = text[split:]
             source = RichMarkdown(text)
-            if self._tail is not None:
-                self._tail.set_class(True, "-after")
-                self.mount(frozen, before=self._tail)
-            else:
-                self.mount(frozen)
         self._open = text
-        if self._tail is None:
-            self._tail = ReplyPart(text, after=bool(self._frozen))
-            self.mount(self._tail)
-        else:
-            self._tail.show(source, text)
+        self._open_source = source
+        self._lines.tail = None
+        self._streaming = True
+        self.refresh(layout=True)
+
+    def _stream_lines(self, width: int) -> list[Strip]:
+        """The streamed reply as lines at `width`: frozen runs rendered once, the tail once
+        per frame; a new width or style renders the runs again."""
+        lines = self._lines
+        style = self.visual_style
+        if width != lines.width or style != lines.style:
+            lines.reset(width, style)
+        for run in self._runs[lines.runs :]:
+            if lines.frozen:
+                lines.frozen.append(Strip.blank(width, style.rich_style))
+            lines.frozen.extend(self._render_markdown(RichMarkdown(run), width, style))
+            lines.runs += 1
+            lines.all = None
+        if lines.tail is None:
+            source = self._open_source or RichMarkdown(self._open)
+            lines.tail = self._render_markdown(source, width, style)
+            lines.all = None
+        if lines.all is None:
+            gap = [Strip.blank(width, style.rich_style)] if lines.frozen and lines.tail else []
+            lines.all = lines.frozen + gap + lines.tail
+        return lines.all
+
+    def _render_markdown(self, source: RichMarkdown, width: int, style: VisualStyle) -> list[Strip]:
+        return Visual.to_strips(self, visualize(self, source), width, None, style)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        if not self._streaming:
+            return super().get_content_height(container, viewport, width)
+        return len(self._stream_lines(width)) if width else 0
+
+    def render_line(self, y: int) -> Strip:
+        if not self._streaming:
+            return super().render_line(y)
+        width = self.size.width
+        lines = self._stream_lines(width)
+        return lines[y] if 0 <= y < len(lines) else Strip.blank(width)
+
+    def _size_updated(
+        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+    ) -> bool:
+        # The layout that resized this widget has placed it already: setting its virtual
+        # size as a layout reactive would only ask for a second, identical layout.
+        return super()._size_updated(size, virtual_size, container_size, layout=False)
 
     def _drawn(self, started: float) -> None:
         """The frame is on screen: the next one waits at least as long as this one took."""
@@ -187,8 +246,8 @@ class AssistantMessage(PastReply):
         When it is the text that was streamed, the part no frame drew yet is
         drawn first, so the whole reply is on screen at the cost of the open
         tail; the reply may end in the same tick as its last delta, before
-        any frame showed it. Then, after that frame, the parts give way to
-        one render of the log's text (a torn or cleaned-up reply goes
+        any frame showed it. Then, after that frame, the streamed lines give
+        way to one render of the log's text (a torn or cleaned-up reply goes
         straight to it).
         """
         text = safe_text(text)
@@ -201,15 +260,12 @@ class AssistantMessage(PastReply):
                 self._show_pending()
             await self._next_frame()
         self.text = text
-        self._frozen.clear()
-        self._tail = None
+        self._runs.clear()
         self._open = ""
-        if self.is_mounted:
-            with self.app.batch_update():
-                await self.remove_children()
-                self.update(RichMarkdown(text))
-        else:
-            self.update(RichMarkdown(text))
+        self._open_source = None
+        self._streaming = False
+        self._lines = _StreamLines()
+        self.update(RichMarkdown(text))
         if cancelled:
             self.add_class("-cancelled")
         if interrupted:

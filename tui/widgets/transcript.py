@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.geometry import Size
 from textual.widget import Widget
 from textual.widgets import Button
 from textual.worker import Worker
@@ -110,6 +111,14 @@ class Transcript(VerticalScroll):
         """Where the opening chunk starts while its older part is still being mounted."""
         self._fill_interrupted = False
         """`_interrupted` as it stood at the start of the opening chunk (for the fill)."""
+
+    def _size_updated(
+        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+    ) -> bool:
+        # A reply frame grows the transcript's virtual size in the layout that placed
+        # it (which also scrolled an anchored view to the end and sized the scrollbar):
+        # as a layout reactive, the new size would ask for a second, identical layout.
+        return super()._size_updated(size, virtual_size, container_size, layout=False)
 
     # -- building widgets from events -------------------------------------------
 

@@ -1,0 +1,50 @@
+"""The footer rebuilds its keys only when the keys it shows change.
+
+A running turn refreshes the screen's bindings as its state changes (and
+focus moves refresh them too); Textual's Footer rebuilt every key each time,
+a few full-screen layouts on the loop that echoes keystrokes.
+"""
+
+from __future__ import annotations
+
+from textual.widgets._footer import FooterKey
+
+from tests import scripted_server as s
+from tests.tui.conftest import settle, type_text, until
+from tui.widgets.key_footer import KeyFooter
+
+
+def _keys(app) -> list[FooterKey]:
+    return list(app.screen.query(FooterKey))
+
+
+async def test_the_footer_keeps_its_keys_when_the_shown_bindings_are_equal(app_factory, server):
+    server.script(s.text("a long answer", hold=True))
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        footer = app.screen.query_one(KeyFooter)
+        keys = _keys(app)
+        rebuilds = footer.rebuilds
+        for _ in range(3):  # refreshes that change nothing the footer shows
+            app.screen.refresh_bindings()
+            await pilot.pause()
+        assert footer.rebuilds == rebuilds
+        assert all(a is b for a, b in zip(_keys(app), keys, strict=True))
+
+        await type_text(pilot, "tell me")
+        await pilot.press("enter")
+        await server.wait_requests(1)
+        # "Esc Cancel" appears: a change, so the keys are rebuilt (changes before the
+        # next frame come to one rebuild).
+        await until(pilot, lambda: "cancel" in [k.action for k in _keys(app)])
+        assert footer.rebuilds > rebuilds
+        rebuilds, running = footer.rebuilds, _keys(app)
+        app.screen.refresh_bindings()
+        await pilot.pause()
+        assert footer.rebuilds == rebuilds
+        assert all(a is b for a, b in zip(_keys(app), running, strict=True))
+        server.release()
+        await settle(pilot)
+        await until(pilot, lambda: "cancel" not in [k.action for k in _keys(app)])
+        assert footer.rebuilds > rebuilds
