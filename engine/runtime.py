@@ -31,7 +31,6 @@ from engine.port import (
 from engine.session import Thread
 from engine.surface import Surface
 from engine.thread_lock import ThreadLockedError
-from engine.tools import ToolBox
 
 if TYPE_CHECKING:
     from engine.continuity import ContinuityContext
@@ -282,14 +281,19 @@ def _wire_continuity(
     context: ContinuityContext, compaction: CompactService, driver: Driver, *, offer_tools: bool
 ) -> None:
     """Capture on every compaction; with tools on, the three tools, the authority
-    contract and the notebook in every request."""
+    contract and the notebook in every request.
+
+    The three tools join whatever the driver offers already: the wiring may be
+    deferred past the first frame, and tools given to the driver meanwhile (by a
+    script embedding the engine) must not vanish when it completes."""
     from engine.continuity import AUTHORITY_CONTRACT, build_tools, context_builder
     from engine.continuity.capture import capture_hook
 
     compaction.capture = capture_hook(context)
     driver.hooks = compaction
     if offer_tools:
-        driver.tools = ToolBox(build_tools(context))
+        for tool in build_tools(context):
+            driver.tools.add(tool)
         driver.system_prompt = "\n\n".join(
             p for p in (driver.system_prompt, AUTHORITY_CONTRACT) if p
         )

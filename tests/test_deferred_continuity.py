@@ -66,3 +66,20 @@ async def test_reading_continuity_wires_it(tmp_path: Path, server) -> None:
     runtime = _deferred(server, tmp_path)
     assert runtime.continuity is not None
     assert runtime.driver.tools and runtime.driver.context is not None
+
+
+async def test_tools_given_before_the_wiring_completes_are_kept(tmp_path: Path, server) -> None:
+    # The snapshot of a steer after a tool call gave the driver an echo tool right after
+    # launch; the deferred wiring then replaced the toolbox and the call came back
+    # "unknown_tool". The three history tools join what the driver offers instead.
+    from tests.support import echo_tool
+
+    runtime = _deferred(server, tmp_path)
+    runtime.driver.tools.add(echo_tool())
+    server.script(s.tool_calls([("echo", {"text": "x"})]), s.text("done"))
+    runtime.driver.send("hi")
+    await asyncio.wait_for(runtime.driver.when_idle(), 10)
+    offered = {t["function"]["name"] for t in server.requests[0]["tools"]}
+    assert offered == {"echo", "history_search", "history_read", "task_note"}
+    (result,) = of_kind(runtime.thread.log.events, ev.ToolResult)
+    assert "unknown_tool" not in result.content
