@@ -60,13 +60,21 @@ class Terminal:
                     raise AssertionError(f"trove exited; output: {self.seen!r}") from None
 
     def close(self) -> None:
+        """Ctrl-D, reading what trove writes meanwhile: a child whose output nobody reads
+        blocks on a full pty and never exits (a teardown that once waited out LIMIT)."""
         if self.proc.poll() is None:
             self.type("\x04")  # Ctrl-D quits
-            try:
-                self.proc.wait(LIMIT)
-            except subprocess.TimeoutExpired:
+            deadline = time.monotonic() + LIMIT
+            while self.proc.poll() is None and time.monotonic() < deadline:
+                ready, _, _ = select.select([self.master], [], [], 0.05)
+                if ready:
+                    try:
+                        self.seen += os.read(self.master, 65536).decode(errors="replace")
+                    except OSError:
+                        break
+            if self.proc.poll() is None:
                 self.proc.kill()
-                self.proc.wait()
+            self.proc.wait()
         os.close(self.master)
 
 
