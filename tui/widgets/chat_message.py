@@ -7,7 +7,12 @@ through `safe_text`: Rich and Textual pass ESC and C1 controls to the terminal.
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.content import Content
+from textual.geometry import Size
+from textual.strip import Strip
+from textual.visual import Visual
 from textual.widgets import Static
 
 from engine.safe_text import safe_text
@@ -59,6 +64,40 @@ class PastReply(Static):
         super().__init__(RichMarkdown(text))
         self.text = text
         self.seq = seq
+        self._drawn_lines: tuple[Any, list[Strip]] | None = None
+        """The reply's lines and what they were rendered for (see `_reply_lines`)."""
+
+    def _reply_lines(self, width: int) -> list[Strip] | None:
+        """The reply rendered once per width, style and content, for both the layout's
+        measure and the drawing (Textual renders a Rich renderable for each).
+
+        None while text is selected with the mouse: the selection is drawn into the
+        lines, so Textual's own path renders them.
+        """
+        if self.text_selection is not None:
+            return None
+        visual = self.visual
+        style = self.visual_style
+        key = (width, style, visual, self.highlight_link_id, self.screen._selecting)
+        cached = self._drawn_lines
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        lines = Visual.to_strips(self, visual, width, None, style)
+        self._drawn_lines = (key, lines)
+        return lines
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        lines = self._reply_lines(width) if width else None
+        if lines is None:
+            return super().get_content_height(container, viewport, width)
+        return len(lines)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        lines = self._reply_lines(width)
+        if lines is None:
+            return super().render_line(y)
+        return lines[y] if 0 <= y < len(lines) else Strip.blank(width, self.visual_style.rich_style)
 
 
 class Notice(Static):

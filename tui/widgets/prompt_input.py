@@ -10,8 +10,12 @@ pasted text are made terminal-safe: the prompt draws what it holds, raw.
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual import events
 from textual.binding import Binding
+from textual.geometry import Region
+from textual.strip import Strip
 from textual.widgets import TextArea
 
 from engine.safe_text import safe_text
@@ -103,6 +107,28 @@ class PromptInput(TextArea):
         self.menu: SlashMenu | None = None
         """The completion menu this prompt drives while it is visible."""
         self.editing_item: int | None = None
+
+    _styles_generation = 0
+    """Bumped each time the stylesheet applies this widget's styles (focus, theme, classes)."""
+    _css_applied: tuple[Any, ...] | None = None
+    """What the theme's styles were last taken from (see `render_lines`), the theme first."""
+
+    def notify_style_update(self) -> None:
+        self._styles_generation += 1
+        super().notify_style_update()
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # TextArea fills its theme's styles from CSS on every render (~0.4 ms, and
+        # the prompt is in most frames' crop while a reply streams); they only change
+        # when the stylesheet restyles it, its base style or the app's theme changes.
+        theme = self._theme
+        if theme:
+            key = (theme, self._styles_generation, self.rich_style, self.app.theme)
+            applied = self._css_applied
+            if applied is None or applied[0] is not theme or key[1:] != applied[1:]:
+                theme.apply_css(self)
+                self._css_applied = key
+        return super(TextArea, self).render_lines(crop)
 
     def _open_menu(self) -> SlashMenu | None:
         menu = self.menu
