@@ -197,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
         archives = list((home / "users" / USER / "threads").glob("*/task-history/history.sqlite"))
         print(
             f"built {len(logs)} threads x {args.batches} batches x {args.records} messages "
-            f"of {args.chars} chars (+{args.active} active) in {time.perf_counter() - started:.0f} s:"
+            f"of {args.chars} chars (+{args.active} active) "
+            f"in {time.perf_counter() - started:.0f} s:"
             f" logs {sum(p.stat().st_size for p in logs) / 2**20:.0f} MiB, archives "
             f"{sum(p.stat().st_size for p in archives) / 2**20:.0f} MiB"
         )
