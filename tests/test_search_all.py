@@ -115,9 +115,7 @@ def test_all_works_while_another_process_holds_a_threads_writer(env: Env) -> Non
         assert sorted(os.listdir(holder.dir / "task-history")) == before  # no -wal, no -shm
         holder.log.append(ev.UserMessage(text=f"and a new {CODE} while held"))
         holder.log.flush()
-        again = json.loads(
-            trove(*env.common, "history", "search", CODE, "--all", "--json").stdout
-        )
+        again = json.loads(trove(*env.common, "history", "search", CODE, "--all", "--json").stdout)
         origins = [r["origin"] for r in again["threads"][0]["results"]]
         assert origins == ["active", "archive"]  # the cache followed the grown log
     finally:
