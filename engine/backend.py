@@ -22,21 +22,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from engine.config import Config, ConfigError, LocalConfig
-from engine.local import (
-    INSTALL_HINT,
-    LocalModelClient,
-    LocalSettings,
-    default_threads,
-    find_bundled_model,
-    model_label,
-    xllamacpp_installed,
-)
-from engine.local_child import ChildLocalServer
 from engine.model import Completion, ModelClient, ModelError
+
+if TYPE_CHECKING:  # engine.local is imported only for a local model: not on a launch
+    from engine.local import LocalSettings
 
 __all__ = [
     "DEFAULT_LOCAL_MAX_TOKENS",
@@ -124,6 +117,9 @@ class Backend:
         m = self.config.model
         if self.kind == "local":
             assert self.local is not None
+            from engine.local import LocalModelClient
+            from engine.local_child import ChildLocalServer
+
             # In a child process: its start would hold the GIL, and so the UI, for ~1 s.
             return LocalModelClient(
                 ChildLocalServer(self.local),
@@ -168,7 +164,7 @@ def choose_backend(config: Config, env: Mapping[str, str], *, force_local: bool 
     else:
         message = (
             "no model configured: set OPENAI_API_KEY (or model.base_url in config.yaml)"
-            f" for an OpenAI-compatible endpoint, or {INSTALL_HINT} for an offline model"
+            f" for an OpenAI-compatible endpoint, or {_install_hint()} for an offline model"
         )
     return Backend(
         kind="none",
@@ -203,7 +199,27 @@ def _openai_backend(config: Config, env: Mapping[str, str]) -> Backend:
     )
 
 
+def xllamacpp_installed() -> bool:
+    from engine.local import xllamacpp_installed as installed
+
+    return installed()
+
+
+def find_bundled_model() -> Path | None:
+    from engine.local import find_bundled_model as find
+
+    return find()
+
+
+def _install_hint() -> str:
+    from engine.local import INSTALL_HINT
+
+    return INSTALL_HINT
+
+
 def _local_backend(config: Config, path: Path) -> Backend:
+    from engine.local import LocalSettings, default_threads, model_label
+
     m, local = config.model, config.local
     max_tokens = m.max_tokens or min(local.max_tokens, local.context // 4)
     settings = LocalSettings(
@@ -229,7 +245,9 @@ def _local_backend(config: Config, path: Path) -> Backend:
 
 def _require_local(config: Config, why: str) -> Path:
     if not xllamacpp_installed():
-        raise BackendError(f"{why} needs the local extra, which is not installed: {INSTALL_HINT}")
+        raise BackendError(
+            f"{why} needs the local extra, which is not installed: {_install_hint()}"
+        )
     path = _local_model_path(config)
     if path is None:
         raise BackendError(

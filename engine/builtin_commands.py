@@ -16,6 +16,8 @@ from engine.commands import CommandError, FrontEnd
 from engine.compaction import CompactionCancelled, CompactionError
 from engine.driver import DriverClosedError
 from engine.export import export_thread
+from engine.rewind import RewindPoint, RewindRefused, choose, points, rewind
+from engine.safe_text import safe_text
 from engine.session import LOG_NAME, ThreadNotFoundError, fork_thread, list_threads, thread_dir
 
 if TYPE_CHECKING:
@@ -106,6 +108,7 @@ def register_builtins(runtime: Runtime, front: FrontEnd | None) -> None:
             )
         return f"Nothing to steer right now: sent as a prompt of its own (#{item})."
 
+    _register_rewind(runtime, front)
     if front is not None:
         _register_switches(runtime, front)
         for command in front.actions():
@@ -146,3 +149,48 @@ def _register_switches(runtime: Runtime, front: FrontEnd) -> None:
     @registry.add("exit", "leave Trove, as /quit does", show="quiet")
     async def _exit(args: str) -> str:
         return await _quit(args)
+
+
+def rewind_listing(points: list[RewindPoint]) -> str:
+    """`/rewind` without a number: the prompts, newest first, numbered for `/rewind N`."""
+    if not points:
+        return "Nothing to rewind to yet: this thread has no prompts."
+    lines = ["Prompts to rewind to (newest first; ~ marks another branch):"]
+    for point in points:
+        mark = " " if point.on_line else "~"
+        first = " ".join(safe_text(point.text).split())
+        short = first if len(first) <= 60 else first[:59] + "…"
+        lines.append(f"{point.number:>3} {mark} {point.day} {point.time}  {short}")
+    lines.append("/rewind N goes back to just before prompt N; nothing after it is deleted.")
+    return "\n".join(lines)
+
+
+def _register_rewind(runtime: Runtime, front: FrontEnd | None) -> None:
+    @runtime.commands.add(
+        "rewind",
+        "go back to just before an earlier prompt (/rewind N); the rest stays as a branch",
+        takes_args=True,
+        usage="[N]",
+    )
+    async def _rewind(args: str) -> str:
+        if not args:
+            return rewind_listing(points(runtime.thread.log))
+        point = rewind_numbered(runtime, args)
+        prefill = getattr(front, "prefill", None)
+        said = f"Rewound to just before prompt {point.number} ({point.day} {point.time})."
+        if callable(prefill) and prefill(point.text):
+            return said + " Its text is in the input, ready to edit and send."
+        return said + " Its text, to send again or edit:\n" + safe_text(point.text)
+
+
+def rewind_numbered(runtime: Runtime, args: str) -> RewindPoint:
+    """`/rewind N` done: the point gone back to, or a CommandError saying why not."""
+    if not args.isdigit():
+        raise CommandError("/rewind N: N is a prompt's number from /rewind")
+    log = runtime.thread.log
+    try:
+        point = choose(log, int(args))
+        rewind(runtime.driver, log, point)
+    except RewindRefused as exc:
+        raise CommandError(str(exc)) from exc
+    return point

@@ -199,6 +199,15 @@ class SessionFork(Event, tag="session/fork", kw_only=True, frozen=True):
     from_seq: int | None = None
 
 
+class SessionRewind(Event, tag="session/rewind", kw_only=True, frozen=True):
+    """The thread goes on after event `after` (0: from the empty start), not after the
+    event before this one: the log stays append-only and the abandoned future stays
+    in it, on a branch of its own (`engine.log.line`). `prompt` is the turn rewound to."""
+
+    after: int
+    prompt: int | None = None
+
+
 class NoteSet(Event, tag="note/set", kw_only=True, frozen=True):
     """A task note write; the notebook replay (continuity/notes.py) applies the limits."""
 
@@ -237,6 +246,7 @@ KnownEvent = (
     | CommandDone
     | EndSeed
     | SessionFork
+    | SessionRewind
     | NoteSet
     | NoteDelete
 )

@@ -7,24 +7,16 @@ builds the same Runtime, so they cannot drift apart in behaviour.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from engine.backend import Backend, choose_backend
 from engine.builtin_commands import register_builtins
 from engine.commands import CommandRegistry, FrontEnd
 from engine.compaction import CompactService
 from engine.config import Config
-from engine.continuity import (
-    AUTHORITY_CONTRACT,
-    ArchiveStore,
-    ContinuityContext,
-    archive_path,
-    build_tools,
-    context_builder,
-    scope_binding,
-)
-from engine.continuity.capture import capture_hook
 from engine.driver import Driver
 from engine.model import ModelClient
 from engine.port import (
@@ -40,6 +32,10 @@ from engine.session import Thread
 from engine.surface import Surface
 from engine.thread_lock import ThreadLockedError
 from engine.tools import ToolBox
+
+if TYPE_CHECKING:
+    from engine.continuity import ContinuityContext
+    from engine.surface import Entry
 
 SYSTEM_PROMPT = (
     "You are a helpful assistant in Trove, a terminal chat app. "
@@ -81,6 +77,7 @@ def open_thread(
 def _recover_archive(config: Config, thread: Thread) -> None:
     """A crash may have cut a compaction between its checkpoint and its archive write,
     or a capture may have failed: the originals are still in the log."""
+    from engine.continuity import ArchiveStore, archive_path
     from engine.continuity.recovery import recapture
     from engine.continuity.status import scan_history, scope_binding
 
@@ -94,6 +91,8 @@ def _recover_archive(config: Config, thread: Thread) -> None:
 
 def _continuity(config: Config, thread: Thread, surface: Surface) -> ContinuityContext:
     """The thread's archive (capture on every compaction) and notes."""
+    from engine.continuity import ArchiveStore, ContinuityContext, archive_path, scope_binding
+
     scope = scope_binding(thread.user_id, thread.id)  # written into the file at creation
     store = ArchiveStore(
         archive_path(thread.dir),
@@ -115,10 +114,28 @@ class Runtime:
     driver: Driver
     commands: CommandRegistry
     compaction: CompactService
-    continuity: ContinuityContext | None
+    _continuity: ContinuityContext | None
     port: Port
     notices: list[str] = field(default_factory=list)
     backend: Backend | None = None
+    _pending: Callable[[], None] | None = field(default=None, repr=False)
+    """The continuity wiring `assemble(defer_continuity=True)` left for `complete()`."""
+
+    @property
+    def continuity(self) -> ContinuityContext | None:
+        """The archive and notes (None: task continuity is off); completes a deferred
+        assembly first, so whoever reads it sees the thread as it is wired for good."""
+        self.complete()
+        return self._continuity
+
+    def complete(self) -> None:
+        """Wire what `assemble(defer_continuity=True)` left out: the archive, capture, the
+        history tools, the notes and the authority contract. Idempotent; done by the
+        front end after its first frame, and in any case before the first request or
+        compaction (whichever comes first)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending()
 
     @classmethod
     def open(
@@ -152,6 +169,7 @@ class Runtime:
         tools: bool | None = None,
         backend: Backend | None = None,
         front_end: FrontEnd | None = None,
+        defer_continuity: bool = False,
     ) -> Runtime:
         """Build the runtime around an opened thread (cheap: no file I/O).
 
@@ -160,6 +178,11 @@ class Runtime:
         tools on, the model also gets the three history tools and its notes.
         With tools off (a model without native tool calls) capture and the
         inspector still work; only the three tools are not offered.
+
+        With `defer_continuity` the continuity package (its import is a good
+        part of a launch) is wired by `complete()`: a front end's first frame
+        needs none of it. Until then the turn hooks and the capture complete
+        it themselves, so no request or compaction can run without it.
         """
         if model is not None:
             client = model
@@ -175,20 +198,8 @@ class Runtime:
         local = backend is not None and backend.kind == "local"
         system_prompt = "" if local else SYSTEM_PROMPT
         surface = Surface.from_events(thread.log.events)
-        continuity = None
-        capture = None
-        toolbox = ToolBox()
-        context = None
-        if config.task_continuity.enabled:
-            continuity = _continuity(config, thread, surface)
-            capture = capture_hook(continuity)
-            if offer_tools:
-                toolbox = ToolBox(build_tools(continuity))
-                system_prompt = "\n\n".join(p for p in (system_prompt, AUTHORITY_CONTRACT) if p)
-                context = context_builder(continuity)
-        compaction = CompactService(
-            client, config.compaction, context_window=window, capture=capture
-        )
+        deferred: Callable[[], None] | None = None
+        compaction = CompactService(client, config.compaction, context_window=window)
         port = Port()
         relay = DriverRelay(port, lambda: engine_state(driver, thread.log))
         client.on_retry = relay.on_retry
@@ -196,14 +207,24 @@ class Runtime:
         driver = Driver(
             thread.log,
             client,
-            tools=toolbox,
             system_prompt=system_prompt,
             hooks=compaction,
-            context=context,
             max_tool_rounds=config.model.max_tool_rounds,
             surface=surface,
             observers=[relay],
         )
+        continuity: ContinuityContext | None = None
+        if config.task_continuity.enabled:
+
+            def wire() -> None:
+                context = _continuity(config, thread, surface)
+                _wire_continuity(context, compaction, driver, offer_tools=offer_tools)
+                runtime._continuity = context
+
+            if defer_continuity:
+                deferred = wire
+                compaction.capture = _completing_capture(lambda: runtime, compaction)
+                driver.hooks = _CompleteFirst(compaction, lambda: runtime.complete())
         thread.log.subscribe(relay.on_event)
         notices = [thread.log.torn_report] if thread.log.torn_report else []
         if thread.log.tail.quit_compact is not None:
@@ -220,7 +241,10 @@ class Runtime:
             port,
             notices=notices,
             backend=backend,
+            _pending=deferred,
         )
+        if config.task_continuity.enabled and not defer_continuity:
+            wire()
         register_builtins(runtime, front_end)
         return runtime
 
@@ -244,10 +268,61 @@ class Runtime:
         await self.commands.aclose()
         await self.driver.aclose()
         await self.model.aclose()
-        if self.continuity is not None and self.continuity.store is not None:
-            self.continuity.store.close()
+        self._pending = None  # never opened: nothing to close
+        if self._continuity is not None and self._continuity.store is not None:
+            self._continuity.store.close()
         try:
             self.thread.log.flush()
         except OSError as exc:
             self.notices.append(f"could not fsync {self.thread.log.path}: {exc}")
         self.thread.close()
+
+
+def _wire_continuity(
+    context: ContinuityContext, compaction: CompactService, driver: Driver, *, offer_tools: bool
+) -> None:
+    """Capture on every compaction; with tools on, the three tools, the authority
+    contract and the notebook in every request."""
+    from engine.continuity import AUTHORITY_CONTRACT, build_tools, context_builder
+    from engine.continuity.capture import capture_hook
+
+    compaction.capture = capture_hook(context)
+    driver.hooks = compaction
+    if offer_tools:
+        driver.tools = ToolBox(build_tools(context))
+        driver.system_prompt = "\n\n".join(
+            p for p in (driver.system_prompt, AUTHORITY_CONTRACT) if p
+        )
+        driver.context = context_builder(context)
+
+
+def _completing_capture(
+    runtime: Callable[[], Runtime], compaction: CompactService
+) -> Callable[[int, list[Entry]], Any]:
+    """A capture that completes the deferred assembly, then captures as wired."""
+
+    async def capture(key: int, entries: list[Entry]) -> dict[str, Any]:
+        runtime().complete()
+        wired = compaction.capture
+        if wired is None or wired is capture:
+            raise RuntimeError("task continuity was not wired")
+        return await wired(key, entries)
+
+    return capture
+
+
+class _CompleteFirst:
+    """The turn hooks of a deferred assembly: the first request completes it (the tools,
+    system prompt and context it wires are read after `before_request`)."""
+
+    def __init__(self, hooks: CompactService, complete: Callable[[], None]) -> None:
+        self._hooks = hooks
+        self._complete = complete
+
+    async def before_request(self, driver: Driver, turn: int) -> None:
+        self._complete()
+        await self._hooks.before_request(driver, turn)
+
+    async def on_overflow(self, driver: Driver, turn: int) -> bool:
+        self._complete()
+        return await self._hooks.on_overflow(driver, turn)

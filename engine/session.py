@@ -25,6 +25,7 @@ from engine.events import (
     UserMessage,
 )
 from engine.log import LogCorruptError, SessionLog, parse_line, read_events
+from engine.log.line import current_line
 from engine.private import private_dir
 from engine.safe_text import safe_text
 from engine.thread_lock import ThreadLock
@@ -232,7 +233,7 @@ class Thread:
     @property
     def has_history(self) -> bool:
         """Whether the thread has anything a user said (what `resume with:` is worth)."""
-        return any(isinstance(e, UserMessage | InboxQueued) for e in self.log.events)
+        return any(isinstance(e, UserMessage | InboxQueued) for e in self.log.file_events)
 
     @classmethod
     def resume(cls, home: Path, user_id: str, thread_id: str) -> Thread:
@@ -250,7 +251,7 @@ class Thread:
         try:
             log = SessionLog.open(directory / LOG_NAME)
             if log.events:
-                log.append(EndSeed(previous=len(log.events)))
+                log.append(EndSeed(previous=log.next_seq - 1))
         except BaseException:
             lock.release()
             raise
@@ -298,14 +299,14 @@ def fork_thread(
     source = thread_dir(home, user_id, thread_id) / LOG_NAME
     if not source.is_file():
         raise ThreadNotFoundError(f"no thread {thread_id!r} for user {user_id!r}")
-    events = read_events(source).events
+    events = current_line(read_events(source).events)  # the branch the thread is on
     if upto is not None:
-        events = events[:upto]
+        events = [event for event in events if event.seq <= upto]
     hidden = hidden_seqs(events)
     fork = Thread.create(home, user_id, new_id)
     log = fork.log
     try:
-        log.append(SessionFork(from_thread=thread_id, from_seq=len(events)))
+        log.append(SessionFork(from_thread=thread_id, from_seq=events[-1].seq if events else 0))
         for entry in Surface.from_events(events).entries:
             message = entry.message
             if entry.role == "user":

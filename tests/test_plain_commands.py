@@ -12,6 +12,7 @@ from pathlib import Path
 
 from engine import events as ev
 from engine.log import Event, read_events
+from engine.log.line import current_line
 from tests import scripted_server as s
 from tests.cli_support import Env, trove
 from tests.scripted_server import ScriptedServer
@@ -135,3 +136,20 @@ async def test_steer_command_reaches_the_running_turn(tmp_path: Path, server: Sc
     ]
     assert [(e.text, e.placement) for e in steered] == [("mention pong", "next-step")]
     assert any(m.get("content") == "mention pong" for m in server.requests[-1]["messages"])
+
+
+def test_rewind_lists_then_goes_back_and_prints_the_prompt(env: Env, server: ScriptedServer):
+    server.script(s.text("First answer."), s.text("Second answer."), s.text("Again."))
+    lines = "first question\nsecond question\n/rewind\n/rewind 1\nsecond, edited\n"
+    result = trove("--plain", *env.common, stdin=lines)
+    assert result.returncode == 0, result.stderr
+    listing = result.stdout.split("Prompts to rewind to", 1)[1]
+    assert listing.index("second question") < listing.index("first question")
+    assert "Rewound to just before prompt 1" in result.stdout
+    assert "Its text, to send again or edit:\nsecond question" in result.stdout
+    ((_, events),) = _threads(env.home).items()
+    # The file keeps both branches; the thread goes on along the new one.
+    assert _prompts(current_line(events)) == ["first question", "second, edited"]
+    assert _prompts(events) == ["first question", "second question", "second, edited"]
+    rewinds = [e for e in events if isinstance(e, ev.SessionRewind)]
+    assert len(rewinds) == 1

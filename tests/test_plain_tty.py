@@ -90,3 +90,19 @@ def test_plain_streams_a_reply_and_acknowledges_a_queued_line(
     server.release()
     terminal.wait_for(r"Hello wor\|ld, and the rest\.")
     terminal.wait_for(r"two")
+
+
+def test_plain_rewind_puts_the_prompt_back_in_the_input_line(
+    terminal: Terminal, server: ScriptedServer
+) -> None:
+    server.script(s.text("Answer one."), s.text("Answer again."))
+    terminal.wait_for(r"Ctrl-D quits")
+    terminal.type("first question\r")
+    terminal.wait_for(r"Answer one\.")
+    terminal.type("/rewind 1\r")
+    terminal.wait_for(r"in the input, ready to edit and send")
+    terminal.type(", edited\r")  # typed after the prefilled text, then sent
+    terminal.wait_for(r"Answer again\.")
+    users = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"]
+    assert users[-1] == "first question, edited"
+    assert "first question" not in users[:-1]  # the rewound prompt is not in the history

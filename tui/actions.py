@@ -19,6 +19,10 @@ class Shell(Protocol):
 
     def choose_thread(self) -> None: ...
 
+    def choose_rewind(self) -> None: ...
+
+    def rewind_to(self, args: str) -> None: ...
+
     async def toggle_inspector(self) -> None: ...
 
     def last_reply(self) -> str | None: ...
@@ -34,6 +38,13 @@ def app_actions(shell: Shell) -> list[Command]:
     async def _threads(args: str) -> str:
         shell.choose_thread()
         return "threads"
+
+    async def _rewind(args: str) -> str:
+        if args:
+            shell.rewind_to(args)  # a CommandError says why it cannot
+            return "rewound"
+        shell.choose_rewind()
+        return "rewind"
 
     async def _archive(args: str) -> str:
         await shell.toggle_inspector()
@@ -55,6 +66,14 @@ def app_actions(shell: Shell) -> list[Command]:
     return [
         Command("help", "list commands and keys", _help, show="quiet"),
         Command("threads", "switch to another thread", _threads, show="quiet"),
+        Command(
+            "rewind",
+            "go back to before an earlier prompt (Esc Esc, or /rewind N)",
+            _rewind,
+            takes_args=True,
+            usage="[N]",
+            show="quiet",
+        ),
         Command("archive", "show or hide the archive inspector", _archive, show="quiet"),
         Command("copy", "copy the last reply (or: /copy code)", _copy, takes_args=True),
     ]

@@ -40,6 +40,9 @@ QUIT_WINDOW = 3.0
 """Seconds a first Ctrl+C on an empty prompt waits for the second that quits."""
 WARM_AFTER = 1.0
 """Seconds after a thread opens before the model client's import is paid."""
+COMPLETE_AFTER = 0.1
+"""Seconds after the thread's first frame before its continuity is wired (a request or
+compaction that comes first wires it itself)."""
 
 
 _frozen = False
@@ -67,7 +70,15 @@ class TroveApp(App[int]):
     TITLE = "Trove"
     # The tooltips are what F1 help says of each key (tui.screens.help reads them).
     BINDINGS = [
-        Binding("escape", "cancel", "Cancel", tooltip="cancel the running reply or compaction"),
+        Binding(
+            "escape",
+            "cancel",
+            "Cancel",
+            tooltip="cancel the running reply or compaction; "
+            "twice on an empty prompt: rewind to an earlier prompt",
+        ),
+        # Esc when there is nothing to cancel (its help is the line above).
+        Binding("escape", "escape_idle", show=False),
         Binding(
             "ctrl+c",
             "interrupt",
@@ -117,15 +128,18 @@ class TroveApp(App[int]):
         self.threads: ThreadController | None = None
         """Made when the chat screen is ready, from the settings as they are then."""
         self.theme = config.ui.theme
-        self._offered: bool | None = None
+        self._offered = False
+        """Whether the footer offers Esc: not as composed (nothing runs, no pane is open),
+        so the first state sync does not rebuild it for nothing."""
         self._switches = 0
         """Thread switches a command asked for that have not happened yet."""
         self._switch_notes: list[tuple[str, str]] = []
         self.resume_hint: str | None = None
         """`resume with: trove --thread ID` once the app quits in a thread with history."""
-        """Whether the footer last offered Esc (None: not yet drawn)."""
         self._quit_armed = False
         """A Ctrl+C on an empty prompt was the last key: the next one quits."""
+        self._rewind_armed = False
+        """The first Esc of Esc Esc (an empty prompt, nothing to cancel) was the last key."""
         self._disarm_timer: Timer | None = None
 
     def get_default_screen(self) -> Screen[Any]:
@@ -162,6 +176,9 @@ class TroveApp(App[int]):
         # Before its messages are built: their Markdown makes short-lived cycles.
         resume_collection()
         self.chat.attach_runtime(runtime)
+        # The archive, tools and notes: not needed to draw, so wired after the first frame
+        # (a request or compaction before that would wire them itself).
+        self.call_after_refresh(lambda: self.set_timer(COMPLETE_AFTER, runtime.complete))
         # After the first frames, not during them: the import competes for the GIL.
         self.set_timer(
             WARM_AFTER,
@@ -219,6 +236,15 @@ class TroveApp(App[int]):
     def choose_thread(self) -> None:
         self.call_later(self.action_threads)
 
+    def choose_rewind(self) -> None:
+        self.call_later(self.action_rewind)
+
+    def rewind_to(self, args: str) -> None:
+        from engine.builtin_commands import rewind_numbered
+
+        if self.runtime is not None:
+            self.chat.prefill(rewind_numbered(self.runtime, args).text)
+
     async def toggle_inspector(self) -> None:
         await self.chat.toggle_inspector()
 
@@ -241,6 +267,8 @@ class TroveApp(App[int]):
         if action == "cancel":
             # The footer shows "Esc Cancel" only while something runs (or to close the pane).
             return self.busy or self.chat.inspector_shown
+        if action == "escape_idle":
+            return not (self.busy or self.chat.inspector_shown)
         return True
 
     def sync_bindings(self) -> None:
@@ -300,8 +328,19 @@ class TroveApp(App[int]):
         return self.runtime is not None and self.runtime.driver.cancel()
 
     def action_cancel(self) -> None:
+        self._rewind_armed = False
         if not self._cancel_running() and self.chat.inspector_shown:
             self.call_later(self.chat.show_inspector, False)
+
+    def action_escape_idle(self) -> None:
+        """Esc Esc on an empty prompt with nothing running: the rewind picker."""
+        armed, self._rewind_armed = self._rewind_armed, False
+        if not self.chat.prompt_empty():
+            return
+        if armed:
+            self.choose_rewind()
+        else:
+            self._rewind_armed = True  # the next key that is not Esc disarms it
 
     def action_interrupt(self) -> None:
         """Ctrl+C as terminal chat apps have it: stop what runs, else clear, else quit."""
@@ -331,6 +370,8 @@ class TroveApp(App[int]):
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key) and event.key != "ctrl+c":
             self._quit_armed = False  # the second Ctrl+C must come next to quit
+        if isinstance(event, events.Key) and event.key != "escape":
+            self._rewind_armed = False  # so must the second Esc, to rewind
         await super().on_event(event)
 
     async def action_toggle_inspector(self) -> None:
@@ -364,6 +405,12 @@ class TroveApp(App[int]):
         chosen = await self.push_screen_wait(ThreadsScreen(threads, self.runtime.thread.id))
         if chosen and chosen != self.runtime.thread.id:
             await self.switch_thread(chosen)
+
+    @work(exclusive=True, group="rewind")
+    async def action_rewind(self) -> None:
+        from tui.rewind import pick_and_rewind
+
+        await pick_and_rewind(self)
 
     def action_copy_reply(self) -> None:
         text = self.last_reply()

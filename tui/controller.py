@@ -56,6 +56,7 @@ class ThreadController:
             model=self.model,
             backend=self.backend,
             front_end=self.front_end,
+            defer_continuity=True,  # the app completes it once the first frame is drawn
         )
         self.runtime = runtime
         self._on_open(runtime)

@@ -13,6 +13,7 @@ import contextlib
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from engine.backend import Backend
 from engine.commands import Command, is_command
@@ -45,6 +46,8 @@ class PlainRepl:
         self._switch_to: list[str | None] = []
         self.running_command: asyncio.Task[None] | None = None
         self.quit_requested = False
+        self._session: Any = None
+        """The live prompt-toolkit session at a terminal (None: lines come from a pipe)."""
 
     @property
     def runtime(self) -> Runtime:
@@ -65,6 +68,18 @@ class PlainRepl:
 
     def actions(self) -> Iterable[Command]:
         return ()
+
+    def prefill(self, text: str) -> bool:
+        """`/rewind N`: the prompt's text into the live input line, ready to edit and send.
+        From a pipe there is no input line: False, and the command prints the text."""
+        session = self._session
+        if session is None or not session.app.is_running:
+            return False
+        from prompt_toolkit.document import Document
+
+        session.default_buffer.set_document(Document(text, len(text)), bypass_readonly=True)
+        session.app.invalidate()
+        return True
 
     # -- threads -----------------------------------------------------------------------
 
@@ -183,6 +198,7 @@ class PlainRepl:
             history=FileHistory(str(history)), completer=SlashCompleter()
         )
         printer = self.printer
+        self._session = session
 
         def message() -> str:
             # The reply's unfinished line sits above the input, so text shows as it

@@ -22,6 +22,7 @@ from engine.continuity.status import scope_binding
 from engine.continuity.store import ArchiveStore, archive_path
 from engine.continuity.tools import read_result, search_result
 from engine.log import read_events
+from engine.log.line import current_line
 from engine.session import LOG_NAME, ThreadNotFoundError, thread_dir
 from engine.surface import Surface
 
@@ -34,7 +35,7 @@ def thread_snapshot(
     log_path = directory / LOG_NAME
     if not log_path.is_file():
         raise ThreadNotFoundError(f"no thread {thread_id!r} for user {user_id!r}")
-    events = read_events(log_path).events
+    events = current_line(read_events(log_path).events)  # a rewound thread: its line
     surface = Surface.from_events(events)
     active = surface_inputs(surface.entries, hidden_seqs(events))
     scope = scope_binding(user_id, thread_id)

@@ -72,7 +72,7 @@ class ContinuityContext:
         thread_id: str,
     ) -> ContinuityContext:
         """A context over a live `SessionLog` and its `Surface` (e.g. the driver's)."""
-        return cls(
+        context = cls(
             user_id,
             thread_id,
             events=lambda: log.events,
@@ -80,6 +80,12 @@ class ContinuityContext:
             store=store,
             append=log.append,
         )
+        log.on_rewind.append(context.forget)
+        return context
+
+    def forget(self) -> None:
+        """The line changed under the caches (a rewind): fold it in again from its start."""
+        self._hidden, self._hidden_upto = set(), 0
 
     def _hidden_seqs(self, events: Sequence[LogEvent]) -> set[int]:
         # The log only grows, so injections are folded in incrementally; a

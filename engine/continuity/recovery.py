@@ -36,8 +36,8 @@ from engine.surface import Entry, Surface
 
 def originals(events: Sequence[LogEvent], start: int) -> tuple[list[Entry], int] | None:
     """The entries compaction `start` replaced, and the index of its summary event."""
-    for index in range(start, len(events)):
-        event = events[index]
+    # By seq, not by index: on a rewound thread's line seqs have gaps (engine.log.line).
+    for index, event in enumerate(events):
         if isinstance(event, CompactSummary) and event.start == start:
             replaced = set(event.replaced or ())
             surface = Surface.from_events(events[:index])

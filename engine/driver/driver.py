@@ -46,6 +46,7 @@ class Driver(Inbox, Admission, TurnLoop):
         self.max_tool_rounds = max_tool_rounds
         self.surface = surface if surface is not None else Surface.from_events(log.events)
         log.projections.insert(0, self.surface.apply)
+        log.on_rewind.append(lambda: self.surface.rebuild(log.events))
         self.observers = list(observers)
         self._inbox = []
         self._steering = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from engine.driver.inbox_item import InboxItem, InboxItemId, Placement
 from engine.driver.state import DriverState
-from engine.events import InboxEdited, InboxQueued, InboxRemoved, UserMessage
+from engine.events import InboxEdited, InboxQueued, InboxRemoved, SessionRewind, UserMessage
 
 
 class DriverClosedError(RuntimeError):
@@ -91,4 +91,8 @@ class Inbox(DriverState):
                 pending[event.item_id].text = event.text
             elif isinstance(event, InboxRemoved | UserMessage) and event.item_id is not None:
                 pending.pop(event.item_id, None)
+            elif isinstance(event, SessionRewind):
+                # Refused while anything waits; what was queued at the branch point
+                # was taken by a turn of the abandoned branch, and goes with it.
+                pending.clear()
         self._inbox = list(pending.values())

@@ -9,7 +9,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from engine.events import CompactEnd, CompactStart, EndSeed, LogEvent, TurnEnd, TurnStart
+from engine.events import (
+    CompactEnd,
+    CompactStart,
+    EndSeed,
+    LogEvent,
+    SessionRewind,
+    TurnEnd,
+    TurnStart,
+)
 
 
 @dataclass
@@ -63,6 +71,13 @@ class TailState:
             self.open_compact = None
             self.open_turn = None
             self.end_seed = event
+        elif isinstance(event, SessionRewind):
+            # Appended only while nothing runs: whatever the new line left open
+            # (the branch point of a crashed lifecycle) is stale on it.
+            if self.open_compact is not None:
+                self.stale_compacts.append(self.open_compact)
+            self.open_compact = None
+            self.open_turn = None
 
 
-BRACKETS = frozenset({TurnStart, TurnEnd, CompactStart, CompactEnd, EndSeed})
+BRACKETS = frozenset({TurnStart, TurnEnd, CompactStart, CompactEnd, EndSeed, SessionRewind})

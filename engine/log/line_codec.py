@@ -9,6 +9,7 @@ Encoding reads its own line back, so what this process writes always loads.
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ class LogCorruptError(Exception):
 
 _LINE_DECODER = msgspec.json.Decoder(KnownEvent)
 _ENCODER = msgspec.json.Encoder()
+_SEQ = operator.attrgetter("seq")
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 
@@ -46,9 +48,9 @@ def decode_lines(lines: Iterable[bytes]) -> list[LogEvent] | None:
         events: list[LogEvent] = list(map(_LINE_DECODER.decode, lines))
     except _DECODE_ERRORS:
         return None
-    for expected, event in enumerate(events, 1):
-        if event.seq != expected:
-            return None
+    # Every seq in order from 1, compared in C (a Python loop is ~10 % of a replay).
+    if list(map(_SEQ, events)) != list(range(1, len(events) + 1)):
+        return None
     return events
 
 

@@ -18,9 +18,10 @@ from typing import TypeVar, cast
 from msgspec.structs import replace
 
 from engine.collector import paused_gc
-from engine.events import Event, LogEvent, UnknownEvent
+from engine.events import Event, LogEvent, SessionRewind, TurnStart, UnknownEvent
 from engine.log import control
 from engine.log.brackets import TailState
+from engine.log.line import current_line
 from engine.log.line_codec import encode_line
 from engine.log.replay import read_events
 from engine.private import open_private, private_dir
@@ -104,6 +105,13 @@ class SessionLog:
         self.path = path
         self.clock = clock
         self.events: list[LogEvent] = []
+        """The thread's line (`engine.log.line`): every event, unless a rewind left a branch."""
+        self.file_events: list[LogEvent] = self.events
+        """Every event of the file, in seq order (the same list while there is one line)."""
+        self.on_rewind: list[Callable[[], None]] = []
+        """Run when an appended `session/rewind` has switched `events` to the new line,
+        before projections and listeners see it: what holds state derived from the old
+        line rebuilds it from `events` (the surface, the continuity caches)."""
         self.tail = TailState()
         self.listeners: list[Listener] = []
         self.projections: list[Listener] = []
@@ -165,9 +173,11 @@ class SessionLog:
                 log.torn_report = loaded.torn + f" (kept in {keep.name})"
         else:
             log.read_only = read_only
-        log.events = loaded.events
+        log.events = log.file_events = loaded.events
         with paused_gc():
             log.control = control.replay(log.events, log.tail)
+            if any(type(event) is SessionRewind for event in log.control):
+                log._follow_line()
         if read_only is None:
             log._fd = open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
             log._size = os.fstat(log._fd).st_size
@@ -175,7 +185,21 @@ class SessionLog:
 
     @property
     def next_seq(self) -> int:
-        return len(self.events) + 1
+        return len(self.file_events) + 1
+
+    def _follow_line(self) -> None:
+        """Make `events`, `control` and `tail` the current line's (after a rewind).
+
+        Turn numbers stay unique in the file: the next turn is numbered past every
+        turn of every branch, so a turn number names one turn whatever the line.
+        """
+        everything = self.file_events
+        self.events = current_line(everything)
+        fresh = TailState()  # kept in place: a reader may hold `tail`
+        self.control = control.replay(self.events, fresh)
+        top = max((e.turn for e in everything if type(e) is TurnStart), default=0)
+        fresh.last_turn = max(fresh.last_turn, top)
+        vars(self.tail).update(vars(fresh))
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Follow every appended event; the returned callable stops it (idempotent)."""
@@ -207,9 +231,15 @@ class SessionLog:
         event = cast(E, written)
         self._write(line)
         self.events.append(event)
+        if self.file_events is not self.events:
+            self.file_events.append(event)
         self.tail.apply(event)
         if control.is_control(event):
             self.control.append(event)
+        if type(event) is SessionRewind:
+            self._follow_line()
+            for hook in list(self.on_rewind):
+                hook()
         for projection in self.projections:
             projection(event)
         for listener in list(self.listeners):

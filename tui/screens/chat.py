@@ -29,6 +29,7 @@ from engine.events import (
     LogEvent,
     NoteDelete,
     NoteSet,
+    SessionRewind,
     ToolResult,
     TurnEnd,
     UserMessage,
@@ -235,6 +236,9 @@ class ChatScreen(Screen[None]):
 
     def _on_log_event(self, event: LogEvent) -> None:
         assert self.runtime is not None
+        if isinstance(event, SessionRewind):
+            self._show_line()
+            return
         self.query_one(Transcript).show_event(event)
         if isinstance(event, AssistantMessage | UserMessage | ToolResult | CompactEnd):
             self._update_context()
@@ -243,6 +247,31 @@ class ChatScreen(Screen[None]):
         inspector = self._inspector_widget
         if isinstance(event, CompactEnd | NoteSet | NoteDelete) and inspector is not None:
             inspector.refresh_data()
+
+    def _show_line(self) -> None:
+        """After a rewind: the transcript and the inspector show the thread's new line."""
+        assert self.runtime is not None
+        transcript = self.query_one(Transcript)
+        transcript.remove_children()
+        transcript.load(self.runtime.thread.log.events)
+        transcript.notice(
+            "Rewound: the conversation goes on from here. What came after is kept "
+            "as a branch (/rewind lists it).",
+            "",
+        )
+        self._update_context()
+        if self._inspector_widget is not None:
+            self._inspector_widget.refresh_data()
+
+    def prefill(self, text: str) -> None:
+        """Put a prompt's text in the input, ready to edit and send."""
+        prompt = self.query_one(PromptInput)
+        prompt.set_value(text)
+        prompt.focus()
+
+    def prompt_empty(self) -> bool:
+        prompt = self.query_one(PromptInput)
+        return self.focused is prompt and not prompt.text.strip()
 
     def _restore_failed_prompt(self) -> None:
         """A prompt whose turn failed goes back into an empty input, ready to retry."""

@@ -10,6 +10,7 @@ earlier messages.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -33,8 +34,14 @@ HIGH_WATER = 400
 """Widgets kept mounted; beyond this the oldest are pruned (Toad keeps ~1,500 lines)."""
 CHUNK = 150
 """Events rendered per "load earlier" step and on opening a thread."""
+FILL_STEP = 24
+"""Events of the opening chunk mounted per frame once the first screenful is drawn."""
+FILL_AFTER = 0.1
+"""Seconds after the first frame before the fill starts (work that would delay it)."""
 FINISHING = "finishing-reply"
 """Worker group of replies whose final render is running."""
+FILLING = "filling-chunk"
+"""Worker group that mounts the rest of the opening chunk after the first frame."""
 
 
 def _assistant_message() -> type[AssistantMessage]:
@@ -50,6 +57,19 @@ def _batch(archive: ev.Archive) -> int | None:
         if isinstance(batch, int) and not isinstance(batch, bool):
             return batch
     return None
+
+
+def _rows(event: LogEvent, width: int) -> int:
+    """About how many rows the widgets of `event` take (for the first screenful)."""
+    if isinstance(event, ev.UserMessage):
+        text = event.text
+    elif isinstance(event, ev.AssistantMessage):
+        text = (event.content or "") + "\n" * len(event.calls)
+    elif isinstance(event, ev.TurnEnd):
+        return 2 if event.status in ("error", "cancelled") else 0
+    else:
+        return 0
+    return 1 + sum(1 + len(line) // width for line in text.split("\n"))
 
 
 class LoadButton(Button):
@@ -86,6 +106,10 @@ class Transcript(VerticalScroll):
         """The reply just built was cut off by a failed stream (its turn's notice says so)."""
         self.marker: NewOutputMarker | None = None
         """Says output arrived while the user reads back (the chat screen sets it)."""
+        self._fill_to: int | None = None
+        """Where the opening chunk starts while its older part is still being mounted."""
+        self._fill_interrupted = False
+        """`_interrupted` as it stood at the start of the opening chunk (for the fill)."""
 
     # -- building widgets from events -------------------------------------------
 
@@ -203,9 +227,12 @@ class Transcript(VerticalScroll):
         self.run_worker(work, group=FINISHING, exit_on_error=False)
 
     def finishing(self) -> list[Worker[None]]:
-        """The replies whose final render is still running (tests wait on these)."""
+        """The replies whose final render is still running, and the opening chunk's fill
+        (tests wait on these)."""
         return [
-            w for w in self.workers if w.node is self and w.group == FINISHING and not w.is_finished
+            w
+            for w in self.workers
+            if w.node is self and w.group in (FINISHING, FILLING) and not w.is_finished
         ]
 
     # -- live ---------------------------------------------------------------------
@@ -311,16 +338,78 @@ class Transcript(VerticalScroll):
         return widgets
 
     def load(self, events: Iterable[LogEvent]) -> None:
-        """Show the newest part of a thread; earlier parts load on demand."""
+        """Show the newest part of a thread; earlier parts load on demand.
+
+        Only about a screenful of the newest events is built before the first
+        frame; the rest of the opening chunk is mounted above it afterwards, a
+        few events a frame (`_fill`): building and laying out a whole chunk
+        of rendered Markdown is most of a long thread's resume.
+        """
         self.events = list(events)
         self._results = None
         self._end = len(self.events)
-        self._start = max(0, self._end - CHUNK)
-        self.mount_all(self._build_range(self._start, self._end))
+        start = max(0, self._end - CHUNK)
+        split = self._screenful(start)
+        self._fill_interrupted = self._interrupted
+        self._interrupted = self._interrupted_at(start, split)
+        self._start = split
+        self._fill_to = start if start < split else None
+        self.mount_all(self._build_range(split, self._end))
         self._update_buttons()
         self.anchor()
+        if self._fill_to is not None:
+            self.run_worker(self._fill(), group=FILLING, exclusive=True, exit_on_error=False)
+
+    def _screenful(self, start: int) -> int:
+        """Where the newest events that (about) fill the screen begin, not before `start`.
+
+        Estimated from the text: lines and wrapped width, a margin line each.
+        """
+        width = max(20, self.app.size.width - 4)
+        wanted = self.app.size.height * 3 // 2
+        rows = 0
+        index = self._end
+        while index > start and rows < wanted:
+            index -= 1
+            rows += _rows(self.events[index], width)
+        return index
+
+    def _interrupted_at(self, begin: int, index: int) -> bool:
+        """`_interrupted` as building events [begin, index) in order would leave it."""
+        for event in reversed(self.events[begin:index]):
+            if isinstance(event, ev.AssistantMessage):
+                return event.interrupted
+            if isinstance(event, ev.TurnEnd):
+                return False
+        return self._interrupted
+
+    def _fill_step(self, steps: int | None = None) -> None:
+        """Mount (up to `steps` events of) what is left of the opening chunk, above the rest."""
+        target = self._fill_to
+        if target is None:
+            return
+        begin = target if steps is None else max(target, self._start - steps)
+        if begin < self._start:
+            later, self._interrupted = self._interrupted, self._fill_interrupted
+            widgets = self._build_range(begin, self._start)
+            self._fill_interrupted = self._interrupted
+            self._interrupted = later
+            self._start = begin
+            if widgets:
+                self.mount_all(widgets, after=self._earlier_button())
+        if self._start <= target:
+            self._fill_to = None
+        self._update_buttons()
+
+    async def _fill(self) -> None:
+        await self.wait_for_refresh()
+        await asyncio.sleep(FILL_AFTER)
+        while self._fill_to is not None:
+            await self.wait_for_refresh()  # the first frame (then each step's) is drawn
+            self._fill_step(FILL_STEP)
 
     def load_earlier(self) -> None:
+        self._fill_step()  # the opening chunk first, so the order stays the log's
         if self._start == 0:
             return
         begin = max(0, self._start - CHUNK)

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from engine import events as ev
 from engine.backend import Backend
-from engine.local import model_label as model_label_of
 from tui.widgets.chat_message import Notice
 
 KEYS = "Enter sends · Esc cancels a reply · F1 lists every key and command"
@@ -31,6 +30,13 @@ def home_label(path: Path) -> str:
 def is_empty(events: Iterable[ev.LogEvent]) -> bool:
     """No message yet (stops at the first one, so a long thread costs nothing)."""
     return not any(isinstance(e, (ev.UserMessage, ev.AssistantMessage)) for e in events)
+
+
+def model_label_of(path: Path) -> str:
+    """The local model's short name (engine.local is imported only with a local model)."""
+    from engine.local import model_label
+
+    return model_label(path)
 
 
 def tiny_offline(backend: Backend | None) -> bool:

@@ -1,0 +1,138 @@
+"""Rewind: go back to just before an earlier prompt, keeping the future it abandons.
+
+A rewind appends one `session/rewind` line (flushed) naming the event the
+thread now continues after; the log stays append-only and the thread
+becomes a tree (`engine.log.line`). Every reader follows the new line, so
+after a rewind the surface is the conversation as it was before that
+prompt, compactions made later are undone on it, and the continuity tools
+see only the archive references on the line: batches compacted later (on
+the abandoned branch) are not reachable, exactly as "rolling back to an old
+checkpoint cannot reveal future batches" requires. The abandoned prompts
+stay listed (marked), and rewinding to one of them restores that branch.
+
+A prompt is a turn the user started: its `turn/start` and the prompts it
+took from the inbox. Going back "just before" it means continuing after
+the event its turn began after, stepping back over its own `inbox/queued`
+lines when they come right before it (the usual case: typed while idle).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from engine.driver import Driver
+from engine.events import InboxQueued, LogEvent, SessionRewind, TurnStart, UserMessage
+from engine.log import SessionLog
+from engine.log.line import parent_seq
+
+
+class RewindRefused(Exception):
+    """Why a rewind cannot happen now; str(e) is the one line the user sees."""
+
+
+@dataclass(frozen=True)
+class RewindPoint:
+    """One earlier prompt a rewind can go back to."""
+
+    number: int
+    """1 is the newest prompt; what `/rewind N` takes."""
+    turn: int
+    """Seq of the prompt's `turn/start`."""
+    after: int
+    """Seq the thread continues after when rewound here (0: the empty start)."""
+    text: str
+    ts: str
+    on_line: bool
+    """False: the prompt is on a branch an earlier rewind left."""
+
+    @property
+    def time(self) -> str:
+        """HH:MM of the prompt, in the log's UTC."""
+        return self.ts[11:16] if len(self.ts) >= 16 else self.ts
+
+    @property
+    def day(self) -> str:
+        return self.ts[:10]
+
+
+def points(log: SessionLog) -> list[RewindPoint]:
+    """Every prompt of the thread, on any branch, newest first."""
+    everything = log.file_events
+    on_line = {event.seq for event in log.events}
+    texts: dict[int, str] = {}
+    for event in everything:
+        if type(event) is UserMessage and event.item_id is not None:
+            texts[event.item_id] = event.text
+    found: list[tuple[TurnStart, str, int]] = []
+    for event in everything:
+        if type(event) is TurnStart and event.items:
+            text = "\n\n".join(texts.get(item, "") for item in event.items).strip()
+            if text:
+                found.append((event, text, _branch_point(everything, event)))
+    found.reverse()
+    return [
+        RewindPoint(number, turn.seq, after, text, turn.ts, turn.seq in on_line)
+        for number, (turn, text, after) in enumerate(found, 1)
+    ]
+
+
+def _branch_point(events: Sequence[LogEvent], turn: TurnStart) -> int:
+    """The seq before `turn` on its line, stepped back over its own queued prompts."""
+    after = parent_seq(turn)
+    items = set(turn.items)
+    while after > 0:
+        before = events[after - 1] if after <= len(events) else None
+        if before is None or before.seq != after:
+            break
+        if type(before) is InboxQueued and before.seq in items:
+            after = parent_seq(before)
+        else:
+            break
+    return after
+
+
+def refusal(driver: Driver, log: SessionLog) -> str | None:
+    """Why a rewind must wait (None: it may happen now). The same facts admission reads:
+    the compaction bracket is the lock, and a turn or a queued prompt holds the boundary."""
+    if log.read_only is not None:
+        return f"Cannot rewind: {log.read_only}"
+    if log.tail.open_compact is not None:
+        return "Cannot rewind while a compaction runs: wait for it to finish or cancel it."
+    if driver.running_turn is not None:
+        return "Cannot rewind while a reply runs: wait for it or cancel it (Esc / Ctrl-C)."
+    if driver.inbox:
+        return "Cannot rewind while a prompt is queued: send it or remove it first."
+    if driver.reserved:
+        return "Cannot rewind while a command holds the conversation (/compact): wait for it."
+    return None
+
+
+def rewind(driver: Driver, log: SessionLog, point: RewindPoint) -> str:
+    """Go back to just before `point`'s prompt; returns its text, to edit and send again.
+
+    Holds turn admission for the one synchronous append, so no turn can start
+    on the old line in between; the line is fsynced before this returns.
+    """
+    why = refusal(driver, log)
+    if why is not None:
+        raise RewindRefused(why)
+    release = driver.reserve_turn_admission()
+    if release is None:
+        raise RewindRefused("Cannot rewind now: a prompt is about to start its turn.")
+    try:
+        log.append(SessionRewind(after=point.after, prompt=point.turn))
+        log.flush()
+    finally:
+        release()
+    return point.text
+
+
+def choose(log: SessionLog, number: int) -> RewindPoint:
+    """The point `/rewind N` names, or why there is none."""
+    listed = points(log)
+    if not listed:
+        raise RewindRefused("Nothing to rewind to yet: this thread has no prompts.")
+    if not 1 <= number <= len(listed):
+        raise RewindRefused(f"No prompt {number}: /rewind lists 1 to {len(listed)}.")
+    return listed[number - 1]

@@ -1,0 +1,68 @@
+"""A runtime assembled with its continuity deferred (the TUI's launch) behaves as one wired
+at once: the first request or compaction wires it, whichever comes first."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from engine import events as ev
+from engine.config import parse_config
+from engine.continuity import AUTHORITY_CONTRACT
+from engine.runtime import Runtime, open_thread
+from tests import scripted_server as s
+from tests.support import client_for, of_kind, opened
+
+
+def _config(server):
+    return parse_config(
+        {
+            "model": {"base_url": server.base_url, "api_key": "k", "max_retries": 0},
+            "compaction": {"keep_recent_tokens": 0},
+        },
+        source="test",
+        env={},
+    )
+
+
+def _deferred(server, home: Path) -> Runtime:
+    config = _config(server)
+    thread = open_thread(config, home, None)
+    runtime = Runtime.assemble(
+        config, home, thread, model=client_for(server), defer_continuity=True
+    )
+    return opened(runtime)
+
+
+async def test_the_first_request_wires_the_tools_and_contract(tmp_path: Path, server) -> None:
+    runtime = _deferred(server, tmp_path)
+    assert runtime._continuity is None and not runtime.driver.tools  # nothing wired yet
+    server.script(s.text("hello"))
+    runtime.driver.send("hi")
+    await asyncio.wait_for(runtime.driver.when_idle(), 10)
+    request = server.requests[0]
+    assert {t["function"]["name"] for t in request["tools"]} == {
+        "history_search",
+        "history_read",
+        "task_note",
+    }
+    assert AUTHORITY_CONTRACT in request["messages"][0]["content"]
+    assert runtime._continuity is not None
+
+
+async def test_a_compaction_before_any_request_is_captured(tmp_path: Path, server) -> None:
+    runtime = _deferred(server, tmp_path)
+    runtime.thread.log.append(ev.UserMessage(text="remember QX-1"))
+    runtime.thread.log.append(ev.AssistantMessage(content="noted"))
+    server.script(s.text("the summary"))
+    await runtime.compaction.compact_now(runtime.driver)
+    ends = of_kind(runtime.thread.log.events, ev.CompactEnd)
+    assert ends and isinstance(ends[-1].archive, dict) and "batch" in ends[-1].archive
+    continuity = runtime.continuity
+    assert continuity is not None and continuity.store is not None
+
+
+async def test_reading_continuity_wires_it(tmp_path: Path, server) -> None:
+    runtime = _deferred(server, tmp_path)
+    assert runtime.continuity is not None
+    assert runtime.driver.tools and runtime.driver.context is not None

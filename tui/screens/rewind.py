@@ -1,0 +1,82 @@
+"""Esc Esc and /rewind: pick an earlier prompt of this thread to go back to (newest first)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Label, OptionList
+from textual.widgets.option_list import Option
+
+from engine.rewind import RewindPoint
+from engine.safe_text import safe_text
+
+
+def _when(point: RewindPoint) -> str:
+    """The prompt's local time, as the threads list shows times."""
+    try:
+        moment = datetime.fromisoformat(point.ts.replace("Z", "+00:00"))
+    except ValueError:
+        return point.ts[:16]
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def _line(point: RewindPoint) -> Content:
+    text = " ".join(safe_text(point.text).split())
+    short = text if len(text) <= 70 else text[:69] + "…"
+    if point.on_line:
+        return Content.assemble("  ", (f"{_when(point)}  ", "$text-muted"), short)
+    return Content.assemble(
+        ("○ ", "$text-warning"),
+        (f"{_when(point)}  ", "$text-muted"),
+        short,
+        "  ",
+        ("(another branch)", "$text-muted"),
+    )
+
+
+class RewindScreen(ModalScreen[RewindPoint | None]):
+    DEFAULT_CSS = """
+    RewindScreen { align: center middle; }
+    RewindScreen > Vertical {
+        width: 90%;
+        max-width: 110;
+        height: auto;
+        max-height: 80%;
+        border: round $primary;
+        background: $surface;
+    }
+    RewindScreen Label { width: 1fr; padding: 0 1; }
+    RewindScreen #rewind-hint { color: $text-muted; }
+    RewindScreen OptionList, RewindScreen OptionList:focus {
+        height: auto;
+        max-height: 20;
+        border: none;
+        padding: 0 1;
+    }
+    """
+    BINDINGS = [Binding("escape", "dismiss_none", "Close")]
+
+    def __init__(self, points: list[RewindPoint]) -> None:
+        super().__init__()
+        self.points = points
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(" Rewind — go back to just before a prompt", id="rewind-title")
+            yield Label(
+                " Enter goes back and puts the prompt in the input to edit; nothing after it "
+                "is deleted (it stays a branch, ○). Esc closes.",
+                id="rewind-hint",
+            )
+            yield OptionList(*(Option(_line(point), id=str(point.number)) for point in self.points))
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(self.points[event.option_index])
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)
