@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 from pathlib import Path
 
+import pytest
+
 from engine import events as ev
+from engine import thread_summary
 from engine.config import TaskContinuityConfig
 from engine.continuity.across import search_all
 from engine.continuity.cli import cli_search
@@ -21,8 +25,9 @@ from engine.continuity.extract import source_id
 from engine.continuity.records import Source
 from engine.continuity.status import archive_reference, scope_binding
 from engine.continuity.store import ArchiveStore, archive_path
-from engine.session import Thread
-from engine.thread_summary import CACHE_NAME
+from engine.log import LoadResult
+from engine.session import Thread, thread_dir
+from engine.thread_summary import CACHE_NAME, summarize
 from tests.cli_support import Env, trove
 
 CODE = "QX-7731-ZB"
@@ -185,3 +190,89 @@ def test_the_summary_cache_is_private_and_a_stale_one_is_never_used(tmp_path: Pa
     cache.write_bytes(b"garbage")  # a damaged cache is derived again, never an error
     assert search_all(home, "local", "ZEBRA-LATE")["threads"]
     thread.close()
+
+
+def test_a_rewound_thread_is_summarized_and_searched_on_its_current_line(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    thread = compacted_thread(home, "local", "t", f"code {CODE}", active="KEPT-ONE stays")
+    log = thread.log
+    kept = log.events[-1].seq
+    log.append(ev.AssistantMessage(content="ABANDONED-REPLY later", tool_calls=[]))
+    log.flush()
+    before = summarize(home, "local", "t")
+    assert before.messages == 4 and search_all(home, "local", "ABANDONED-REPLY")["threads"]
+    log.append(ev.SessionRewind(after=kept))  # back to the prompt: the reply is off the line
+    log.flush()
+    after = summarize(home, "local", "t")
+    assert after.messages == 3 and after.title == f"code {CODE}"
+    assert after.last_activity >= before.last_activity
+    assert not search_all(home, "local", "ABANDONED-REPLY")["threads"]
+    assert search_all(home, "local", "KEPT-ONE")["threads"]
+    assert search_all(home, "local", CODE)["threads"]  # the archive is still reachable
+    thread.close()
+
+
+def test_an_append_between_the_key_and_the_read_never_leaves_a_fresh_looking_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race, without sleeps: the writer appends right after the key was taken
+    (the read sees more than the key) or right after the read (the log changed
+    before the cache was stored); either way the next reader derives afresh."""
+    home = tmp_path / "home"
+    thread = compacted_thread(home, "local", "t", f"code {CODE}")
+    real = thread_summary._read_log
+    for when, word in (("before", "ZEBRA-BEFORE"), ("after", "ZEBRA-AFTER")):
+
+        def racing(path: Path, when: str = when, word: str = word) -> LoadResult:
+            if when == "before":
+                thread.log.append(ev.UserMessage(text=f"{word} arrives"))
+                thread.log.flush()
+            loaded = real(path)
+            if when == "after":
+                thread.log.append(ev.UserMessage(text=f"{word} arrives"))
+                thread.log.flush()
+            return loaded
+
+        (thread.dir / CACHE_NAME).unlink(missing_ok=True)
+        monkeypatch.setattr(thread_summary, "_read_log", racing)
+        count = summarize(home, "local", "t").messages
+        monkeypatch.setattr(thread_summary, "_read_log", real)
+        fresh = summarize(home, "local", "t")
+        assert fresh.messages == count + (1 if when == "after" else 0)
+        assert any(word in s.text for s in fresh.active)
+        assert summarize(home, "local", "t") == fresh  # now cached, and it is the fresh one
+    thread.close()
+
+
+def test_a_log_rewritten_to_the_same_size_and_mtime_is_not_read_from_the_cache(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    made(home, "local", "t", f"code {CODE}", active="ALPHA-1111 here")
+    assert summarize(home, "local", "t")
+    log_path = thread_dir(home, "local", "t") / "session.jsonl"
+    before = log_path.stat()
+    log_path.write_bytes(log_path.read_bytes().replace(b"ALPHA-1111", b"OMEGA-2222"))
+    os.utime(log_path, ns=(before.st_atime_ns, before.st_mtime_ns))  # same size, same mtime
+    assert any("OMEGA-2222" in s.text for s in summarize(home, "local", "t").active)
+
+
+def test_a_cache_that_cannot_be_written_is_silent(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    made(home, "local", "t", f"code {CODE}")
+    cache = thread_dir(home, "local", "t") / CACHE_NAME
+    cache.mkdir()  # neither readable as a cache nor replaceable by one
+    assert search_all(home, "local", CODE)["threads"][0]["thread"] == "t"
+    assert cache.is_dir()
+    assert not [p for p in cache.parent.iterdir() if p.name.startswith(f".{CACHE_NAME}")]
+
+
+def test_a_cache_copied_to_another_thread_is_not_used(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    made(home, "local", "a", f"code {CODE}")
+    made(home, "local", "b", "nothing here")
+    assert summarize(home, "local", "a") and summarize(home, "local", "b")
+    a, b = thread_dir(home, "local", "a"), thread_dir(home, "local", "b")
+    shutil.copy2(a / CACHE_NAME, b / CACHE_NAME)
+    assert summarize(home, "local", "b").thread == "b"
+    assert not any(CODE in s.text for s in summarize(home, "local", "b").active)
