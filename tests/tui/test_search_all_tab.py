@@ -7,8 +7,10 @@ own thread in the Reader, whose `o` then switches the app to that thread.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,13 +34,19 @@ def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     time.tzset()
 
 
-def plant(home: Any) -> None:
+def plant(home: Path, *, dated: bool = False) -> None:
     made(home, "local", "20250101-000000-old", f"Remember the kite code {CODE} for spring")
     made(home, "local", "20250102-000000-mid", "Nothing here", f"the {CODE} came back")
     made(home, "someone", "20250103-000000-theirs", f"their {CODE}")
+    if dated:  # fixed times (the groups show each thread's date): the same in every snapshot
+        for day, thread in ((1, "20250101-000000-old"), (2, "20250102-000000-mid")):
+            log = home / "users" / "local" / "threads" / thread / "session.jsonl"
+            stamp = f'"ts":"2025-01-0{day}T09:30:00.000Z"'.encode()
+            log.write_bytes(re.sub(rb'"ts":"[^"]*"', stamp, log.read_bytes()))
 
 
 async def search_everywhere(pilot: Pilot[Any]) -> SearchTab:
+    await settle(pilot)  # the app's own thread is open
     await pilot.press("ctrl+o")
     await settle(pilot)
     await pilot.press("f2")  # Batches → Search
@@ -73,3 +81,16 @@ async def test_the_switch_groups_hits_by_thread_reads_one_and_opens_its_thread(
             pilot,
             lambda: app.runtime is not None and app.runtime.thread.id == "20250102-000000-mid",
         )
+
+
+def test_inspector_search_all_threads(snap_compare: Any, app_factory: Any, tmp_path: Path) -> None:
+    """F3 and a search for the kite code: the switch on, "matches in 2 threads", each group
+    under its thread's title and date (newest first: the one where the code came back in an
+    active message, then the old thread whose archived first prompt holds it), never the
+    other user's thread."""
+    plant(tmp_path / "home", dated=True)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await search_everywhere(pilot)
+
+    assert snap_compare(app_factory(), terminal_size=SIZE, run_before=run_before)

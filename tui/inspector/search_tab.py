@@ -113,7 +113,7 @@ class SearchTab(InspectorTab):
         yield box
         with Horizontal(id="search-scope"):
             yield Switch(False, id="search-all", animate=False)
-            yield Label("All threads (F3): every thread of yours, grouped by thread")
+            yield Label("All threads (F3)")
         yield Static(Content.styled(HELP, "$text-muted"), id="search-status", classes="status")
         yield ResultList(id="search-results")
 
