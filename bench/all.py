@@ -1,6 +1,6 @@
 """Every benchmark in one command, then one table: each figure beside its target.
 
-    python bench/all.py [--only tui,log_replay,compaction,archive,local]
+    python bench/all.py [--only tui,log_replay,compaction,archive,search_all,local]
 
 Each benchmark runs as its own process, one after another (never two at
 once: on 2 cores they would skew each other), with its whole output shown as
@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-ORDER = ("tui", "log_replay", "compaction", "archive", "local")
+ORDER = ("tui", "log_replay", "compaction", "archive", "search_all", "local")
 
 
 def verdict(line: str) -> str:

@@ -62,6 +62,12 @@ class ThreadInfo:
     title: str
     problem: str | None = None
     """Why the log does not load (`session.jsonl:LINE: what`), when it was verified."""
+    messages: int | None = None
+    """User prompts and assistant replies, when verified (engine.thread_summary)."""
+    compactions: int | None = None
+    """Compactions that completed, when verified."""
+    last_activity: str = ""
+    """`ts` of the last message or compaction, when verified ("" when none)."""
 
 
 def _title(path: Path) -> str:
@@ -90,22 +96,34 @@ def _title(path: Path) -> str:
     return "(empty)"
 
 
-def _problem(path: Path) -> str | None:
-    """A full read of the log: the one line that keeps it from loading, if any."""
+def _verified(home: Path, user_id: str, info: ThreadInfo) -> ThreadInfo:
+    """The thread's counts from a full read of its log (cached while the log is unchanged),
+    or the one line that keeps it from loading."""
+    from dataclasses import replace
+
+    from engine.thread_summary import summarize
+
     try:
-        read_events(path)
+        summary = summarize(home, user_id, info.id)
     except LogCorruptError as exc:
-        return f"{path.name}:{exc.line}: {exc.problem}"
-    except OSError as exc:
-        return f"{path.name}: unreadable ({exc.strerror or exc})"
-    return None
+        return replace(info, problem=f"{LOG_NAME}:{exc.line}: {exc.problem}")
+    except (OSError, ThreadNotFoundError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else None
+        return replace(info, problem=f"{LOG_NAME}: unreadable ({why or exc})")
+    return replace(
+        info,
+        messages=summary.messages,
+        compactions=summary.compactions,
+        last_activity=summary.last_activity,
+    )
 
 
 def list_threads(home: Path, user_id: str, *, verify: bool = False) -> list[ThreadInfo]:
     """Newest first, by the time the log was last written.
 
-    `verify` reads every log in full, so a damaged thread is marked with
-    its problem (what `trove threads` shows); without it only titles are read.
+    `verify` reads every log in full (through the summary cache), so a damaged
+    thread is marked with its problem and the others get their counts (what
+    `trove threads` shows); without it only titles are read.
     """
     root = user_dir(home, user_id) / "threads"
     found: list[ThreadInfo] = []
@@ -115,8 +133,8 @@ def list_threads(home: Path, user_id: str, *, verify: bool = False) -> list[Thre
         log_path = child / LOG_NAME
         if child.is_dir() and log_path.is_file():
             modified = datetime.fromtimestamp(log_path.stat().st_mtime, UTC)
-            problem = _problem(log_path) if verify else None
-            found.append(ThreadInfo(child.name, child, modified, _title(log_path), problem))
+            info = ThreadInfo(child.name, child, modified, _title(log_path))
+            found.append(_verified(home, user_id, info) if verify else info)
     found.sort(key=lambda info: (info.modified, info.id), reverse=True)
     return found
 

@@ -49,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     threads = sub.add_parser("threads", help="list threads of the user")
     _common(threads, suppress=True)
+    threads.add_argument("--json", action="store_true", help="a list of objects, for scripts")
     history = sub.add_parser("history", help="search or read a thread's archive")
     _common(history, suppress=True)
     hsub = history.add_subparsers(dest="history_command", required=True, parser_class=_Parser)
@@ -57,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("query")
     search.add_argument("--role", choices=["user", "assistant", "tool"])
     search.add_argument("--json", action="store_true")
+    search.add_argument(
+        "--all", action="store_true", help="every thread of the user, grouped by thread"
+    )
     read = hsub.add_parser("read", help="print one source, paged")
     _common(read, suppress=True)
     read.add_argument("source_id")
@@ -73,7 +77,7 @@ _VALUE_OPTIONS = {
     *("--home", "--config", "--user", "--thread"),
     *("-p", "--prompt", "--role", "--offset"),
 }
-_SEARCH_FLAGS = {"--json", "-h", "--help"}
+_SEARCH_FLAGS = {"--json", "--all", "-h", "--help"}
 
 
 def _dash_query(argv: list[str]) -> list[str]:
@@ -153,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "threads":
             from tui.subcommands import list_threads_command
 
-            return list_threads_command(config, home)
+            return list_threads_command(config, home, as_json=args.json)
         if args.command in ("history", "notes"):
             from tui.subcommands import archive_command
 

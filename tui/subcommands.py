@@ -15,18 +15,78 @@ from typing import Any
 
 from engine.config import Config
 from engine.safe_text import safe_json, safe_text
-from engine.session import list_threads
+from engine.session import ThreadInfo, list_threads
 
 
-def list_threads_command(config: Config, home: Path) -> int:
+def list_threads_command(config: Config, home: Path, *, as_json: bool = False) -> int:
+    """Each thread's title, message count, compactions and last activity, newest first.
+
+    `--json` prints a list of objects: `{"id", "title", "messages", "compactions",
+    "last_activity", "modified", "problem"}` (`messages`/`compactions` null and
+    `problem` set for a log that does not load).
+    """
     threads = list_threads(home, config.user_id, verify=True)
+    if as_json:
+        print(safe_json([_thread_object(info) for info in threads]))
+        return 0
     if not threads:
         print(f"no threads for user {config.user_id!r} in {home}")
         return 0
     for info in threads:
-        stamp = info.modified.astimezone().strftime("%Y-%m-%d %H:%M")
-        damaged = f"  [damaged: {info.problem}]" if info.problem else ""
-        print(safe_text(f"{info.id}  {stamp}  {info.title}{damaged}"))
+        stamp = local_time(info.last_activity) or info.modified.astimezone().strftime(
+            "%Y-%m-%d %H:%M"
+        )
+        if info.problem:
+            print(safe_text(f"{info.id}  {stamp}  {info.title}  [damaged: {info.problem}]"))
+            continue
+        messages = _plural(info.messages or 0, "message")
+        counts = f"{messages}, {_plural(info.compactions or 0, 'compaction')}"
+        print(safe_text(f"{info.id}  {stamp}  {counts:28}  {info.title}"))
+    return 0
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def local_time(ts: str) -> str:
+    """A log `ts` as local `YYYY-MM-DD HH:MM` ("" when it is missing or malformed)."""
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(ts).astimezone().strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return ""
+
+
+def _thread_object(info: ThreadInfo) -> dict[str, Any]:
+    return {
+        "id": info.id,
+        "title": info.title,
+        "messages": info.messages,
+        "compactions": info.compactions,
+        "last_activity": info.last_activity or None,
+        "modified": info.modified.isoformat(),
+        "problem": info.problem,
+    }
+
+
+def search_all_command(args: argparse.Namespace, config: Config, home: Path) -> int:
+    """`history search QUERY --all`: every thread of the user, grouped by thread."""
+    from engine.continuity.across import search_all
+    from engine.continuity.cli import render_search_all
+
+    result = search_all(home, config.user_id, args.query, args.role)
+    if result.get("status") == "error":  # the tool's own invalid_arguments
+        if args.json:
+            print(safe_json(result))
+        else:
+            print(safe_text(f"trove: {result.get('message')}"), file=sys.stderr)
+        return 2
+    if args.json:
+        print(safe_json(result))
+    else:
+        print(safe_text(render_search_all(result, local_time)))
     return 0
 
 
@@ -42,6 +102,11 @@ def archive_command(args: argparse.Namespace, config: Config, home: Path) -> int
     )
     from engine.session import ThreadNotFoundError, latest_thread
 
+    if args.command == "history" and args.history_command == "search" and args.all:
+        if args.thread:
+            print("trove: --all searches every thread; leave out --thread", file=sys.stderr)
+            return 2
+        return search_all_command(args, config, home)
     thread_id = args.thread or latest_thread(home, config.user_id)
     if thread_id is None:
         raise ThreadNotFoundError(f"no threads for user {config.user_id!r} in {home}")

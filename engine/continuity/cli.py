@@ -10,6 +10,7 @@ Failures to read the log raise `engine.log.LogCorruptError` (or
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -121,4 +122,24 @@ def render_notes(report: dict[str, Any]) -> str:
         lines.append(f"{note['key']}: {note['content']}")
         for citation in note["citations"]:
             lines.append(f"    cites {citation['id']} ({citation['status']})")
+    return "\n".join(lines)
+
+
+def render_search_all(result: dict[str, Any], when: Callable[[str], str]) -> str:
+    """Plain-text form of `search --all`: one block per thread with hits, then problems.
+
+    `when` turns a log `ts` into the date shown (the front end's local time).
+    """
+    groups = result["threads"]
+    searched = result["threads_searched"]
+    lines = [
+        f"searched {searched} thread{'' if searched == 1 else 's'}: "
+        + (f"matches in {len(groups)}" if groups else "no matches")
+    ]
+    for group in groups:
+        lines.append("")
+        lines.append(f"thread {group['thread']}  {when(group['last_activity'])}  {group['title']}")
+        lines.extend("  " + line for line in render_search(group).splitlines())
+    for problem in result["problems"]:
+        lines.append(f"skipped or partly read: thread {problem['thread']}: {problem['problem']}")
     return "\n".join(lines)

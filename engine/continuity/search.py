@@ -19,6 +19,7 @@ from engine.continuity.extract import ROLES, OfferedMessage, extract_records, is
 from engine.continuity.records import Hit, Source
 from engine.continuity.status import (
     STATUS_DETAIL,
+    HistoryScan,
     HistoryStatus,
     Resolution,
     damage_reason,
@@ -92,7 +93,17 @@ class HistoryView:
         index: ActiveIndex | None = None,
     ) -> HistoryView:
         """Resolve the status (consulting the store only when own references exist)."""
-        scan = scan_history(events, scope)
+        return cls.open_scan(scan_history(events, scope), extract_records(active), store, index)
+
+    @classmethod
+    def open_scan(
+        cls,
+        scan: HistoryScan,
+        active: list[Source],
+        store: ArchiveStore | None,
+        index: ActiveIndex | None = None,
+    ) -> HistoryView:
+        """`open` for an already folded scan and extracted sources (`trove history --all`)."""
         stored: dict[int, int] | None = {}
         problem: str | None = None
         foreign: str | None = None
@@ -112,7 +123,7 @@ class HistoryView:
                     stored, problem = None, str(exc)
         resolution = resolve_scan(scan, stored, problem, damaged=damaged, foreign_archive=foreign)
         usable = store if stored is not None and resolution.reachable else None
-        return cls(resolution, extract_records(active), usable, index)
+        return cls(resolution, active, usable, index)
 
     def _damaged(self) -> dict[int, str]:
         """Reachable batches found damaged so far (at open, or by a later read)."""

@@ -102,7 +102,9 @@ class ArchiveInspector(Vertical):
         elif context is None:
             off.update(Content.styled(DISABLED, "bold"))
         self.set_class(context is None, "-off")
+        thread = getattr(runtime, "thread", None)
         for tab in self.query(InspectorTab):
+            tab.home = getattr(thread, "home", None)
             tab.set_context(context)
         if self.display:
             self.refresh_data()
@@ -140,7 +142,9 @@ class ArchiveInspector(Vertical):
         message.stop()
         self.query_one(TabbedContent).active = "reader"
         reader = self.query_one(ReaderTab)
-        reader.open(message.source_id, message.offset, highlight=message.highlight)
+        reader.open(
+            message.source_id, message.offset, highlight=message.highlight, thread=message.thread
+        )
         reader.focus_default()
 
     @on(TabbedContent.TabActivated, "#inspector-tabs")

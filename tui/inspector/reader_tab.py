@@ -20,6 +20,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.widgets import Button, Static
 
+from engine.continuity.cli import cli_read
 from engine.continuity.search import PAGE_CHARS
 from engine.safe_text import safe_text
 from tui.clipboard import copy_text
@@ -58,6 +59,7 @@ class ReaderTab(InspectorTab):
         Binding("p", "previous_page", "Previous page"),
         Binding("n", "next_page", "Next page"),
         Binding("c", "copy_page", "Copy page"),
+        Binding("o", "open_thread", "Open its thread"),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -65,6 +67,8 @@ class ReaderTab(InspectorTab):
         self.page: dict[str, Any] | None = None
         self.source_id: str | None = None
         self.pattern: re.Pattern[str] | None = None
+        self.thread: str | None = None
+        """The other thread the source is from (an all-threads hit); None: this one."""
 
     def compose(self) -> ComposeResult:
         yield Static(Content.styled(EMPTY, "$text-muted"), id="reader-head")
@@ -79,6 +83,7 @@ class ReaderTab(InspectorTab):
         self.page = None
         self.source_id = None
         self.pattern = None
+        self.thread = None
         self.query_one("#reader-head", Static).update(Content.styled(EMPTY, "$text-muted"))
         self.query_one("#reader-text", Static).update("")
         self.remove_class("-truncated")
@@ -87,11 +92,22 @@ class ReaderTab(InspectorTab):
     def focus_default(self) -> None:
         self.query_one("#reader-scroll").focus()
 
-    def open(self, source_id: str, offset: int = 0, *, highlight: str | None = None) -> None:
+    def open(
+        self,
+        source_id: str,
+        offset: int = 0,
+        *,
+        highlight: str | None = None,
+        thread: str | None = None,
+    ) -> None:
         """Read one page of a source (the inspector calls this for OpenSource).
 
-        `highlight` (a search query) stays marked on every page of this source.
+        `highlight` (a search query) stays marked on every page of this source;
+        `thread` names another of the user's threads it is read from (read-only,
+        as `trove history read --thread` does); `o` then switches the app to it.
         """
+        own = self.context.thread_id if self.context is not None else None
+        self.thread = thread if thread != own else None
         self.source_id = source_id
         self.pattern = terms_pattern(highlight) if highlight else None
         self.read_page(source_id, offset)
@@ -100,7 +116,10 @@ class ReaderTab(InspectorTab):
     async def read_page(self, source_id: str, offset: int) -> None:
         head = self.query_one("#reader-head", Static)
         try:
-            page = await self.fetch(data.read, source_id, offset)
+            if self.thread is not None:
+                page = await self.fetch_across(cli_read, self.thread, source_id, offset)
+            else:
+                page = await self.fetch(data.read, source_id, offset)
         except Stale:
             return
         except Exception as exc:
@@ -130,7 +149,11 @@ class ReaderTab(InspectorTab):
             self._sync_controls()
             return
         self.page = page
-        head.update(self._head(page))
+        shown = self._head(page)
+        if self.thread is not None:
+            where = safe_text(f"from thread {self.thread} · o opens that thread")
+            shown = Content.assemble(shown, "\n", (where, "bold $text-warning"))
+        head.update(shown)
         self.set_class(bool(page.get("truncated")), "-truncated")
         body.update(highlighted(str(page.get("text", "")), self.pattern))
         self.query_one("#reader-scroll", VerticalScroll).scroll_home(animate=False)
@@ -168,7 +191,7 @@ class ReaderTab(InspectorTab):
         self.query_one("#reader-next", Button).disabled = not (
             page and page.get("next_offset") is not None
         )
-        self.refresh_bindings()
+        self.refresh_bindings()  # also shows or hides "Open its thread"
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         page = self.page
@@ -178,6 +201,8 @@ class ReaderTab(InspectorTab):
             return bool(page and int(page.get("offset") or 0) > 0)
         if action == "copy_page":
             return page is not None
+        if action == "open_thread":
+            return self.thread is not None
         return True
 
     def action_next_page(self) -> None:
@@ -195,6 +220,13 @@ class ReaderTab(InspectorTab):
             # What is shown: escapes in a clipboard would reach the terminal on paste.
             text = str(self.page.get("text", ""))
             self.notify(copy_text(self.app, text, f"this page ({len(text):,} characters)"))
+
+    def action_open_thread(self) -> None:
+        """Switch the app to the thread this source is from (its queue stays in its log)."""
+        if self.thread is not None:
+            open_thread = getattr(self.app, "open_thread", None)
+            if open_thread is not None:
+                open_thread(self.thread)
 
     @on(Button.Pressed, "#reader-previous")
     def _previous(self, event: Button.Pressed) -> None:

@@ -5,6 +5,11 @@ messages still in the conversation and every archived batch this position
 can reach, so the user finds exactly what the model could find. Results show
 an excerpt around the match with the query's words highlighted, where the
 source lives, and its id; Enter opens it in the Reader.
+
+The "All threads" switch (F3) searches every thread of the user instead
+(`engine.continuity.across`, read-only, in a worker): hits are grouped under
+each thread's title and date; Enter reads a hit from its own thread, and the
+Reader's `o` then switches the app to that thread.
 """
 
 from __future__ import annotations
@@ -15,10 +20,12 @@ from typing import Any
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import Horizontal
 from textual.content import Content
-from textual.widgets import Input, OptionList, Static
+from textual.widgets import Input, Label, OptionList, Static, Switch
 from textual.widgets.option_list import Option
 
+from engine.continuity.across import search_all
 from engine.continuity.search import PAGE_CHARS
 from engine.safe_text import safe_text
 from tui.inspector import data
@@ -26,6 +33,7 @@ from tui.inspector.highlight import highlighted, terms_pattern
 from tui.inspector.messages import OpenSource
 from tui.inspector.status_words import history_label
 from tui.inspector.tab import InspectorTab, Stale
+from tui.subcommands import local_time
 
 SHOWN_CHARS = 240
 """Of the 600-character excerpt, the part around the match a result shows."""
@@ -74,15 +82,24 @@ class ResultList(OptionList):
 class SearchTab(InspectorTab):
     DEFAULT_CSS = """
     SearchTab > SearchBox {
-        margin: 0 0 1 0;
+        margin: 0 0 0 0;
     }
+    SearchTab > #search-scope { height: auto; margin: 0 0 1 0; }
+    SearchTab > #search-scope > Switch { border: none; padding: 0; height: 1; }
+    SearchTab > #search-scope > Label { padding: 0 1; color: $text-muted; }
     """
-    BINDINGS = [Binding("down", "results", "Results", show=False)]
+    BINDINGS = [
+        Binding("down", "results", "Results", show=False),
+        Binding("f3", "toggle_all", "All threads", tooltip="search every thread of yours"),
+    ]
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.query_text = ""
         self.results: list[dict[str, Any]] = []
+        self.threads: list[str | None] = []
+        """Per result, the thread it is from (None: this thread)."""
+        self.groups: list[dict[str, Any]] = []
 
     def compose(self) -> ComposeResult:
         # Not selected on focus: a character typed elsewhere in the inspector lands in
@@ -94,12 +111,31 @@ class SearchTab(InspectorTab):
         )
         box.cursor_blink = False
         yield box
+        with Horizontal(id="search-scope"):
+            yield Switch(False, id="search-all", animate=False)
+            yield Label("All threads (F3)")
         yield Static(Content.styled(HELP, "$text-muted"), id="search-status", classes="status")
         yield ResultList(id="search-results")
+
+    @property
+    def all_threads(self) -> bool:
+        return self.query_one("#search-all", Switch).value
+
+    def action_toggle_all(self) -> None:
+        switch = self.query_one("#search-all", Switch)
+        switch.value = not switch.value
+
+    @on(Switch.Changed, "#search-all")
+    def _scope_changed(self, event: Switch.Changed) -> None:
+        event.stop()
+        if self.query_text.strip():
+            self._start(self.query_text)
 
     def reset(self) -> None:
         self.query_text = ""
         self.results = []
+        self.threads = []
+        self.groups = []
         self.query_one(SearchBox).value = ""
         self.query_one(ResultList).clear_options()
         self.query_one("#search-status", Static).update(Content.styled(HELP, "$text-muted"))
@@ -127,27 +163,35 @@ class SearchTab(InspectorTab):
         self.query_one("#search-status", Static).update(
             Content.styled(safe_text(f"Searching for “{query}”…"), "$text-muted")
         )
-        self.run_search(query)
+        self.run_search(query, self.all_threads)
 
     @work(exclusive=True, group="search", exit_on_error=False)
-    async def run_search(self, query: str) -> None:
+    async def run_search(self, query: str, everywhere: bool = False) -> None:
         status = self.query_one("#search-status", Static)
         try:
-            result = await self.fetch(data.search, query)
+            if everywhere:
+                result = await self.fetch_across(search_all, query)
+            else:
+                result = await self.fetch(data.search, query)
         except Stale:
             return
         except Exception as exc:
             status.update(self.failure("search the history", exc))
             return
-        if query != self.query_text:
+        if query != self.query_text or everywhere != self.all_threads:
             return
-        self._show(query, result)
+        if everywhere:
+            self._show_all(query, result)
+        else:
+            self._show(query, result)
 
     def _show(self, query: str, result: dict[str, Any]) -> None:
         status = self.query_one("#search-status", Static)
         listing = self.query_one(ResultList)
         items = list(result.get("results") or [])
         self.results = items
+        self.threads = [None] * len(items)
+        self.groups = []
         listing.clear_options()
         history = Content.assemble(("\nHistory: ", "$text-muted"), history_label(result["status"]))
         if not items:
@@ -170,6 +214,55 @@ class SearchTab(InspectorTab):
             options.append(Option(self._prompt(item, pattern), id=str(n)))
         listing.add_options(options)
         listing.highlighted = 0
+        if self.screen.focused is self.query_one(SearchBox):
+            listing.focus()
+
+    def _show_all(self, query: str, result: dict[str, Any]) -> None:
+        """Hits of every thread, each group under its thread's title and date."""
+        status = self.query_one("#search-status", Static)
+        listing = self.query_one(ResultList)
+        listing.clear_options()
+        if result.get("status") == "error":
+            status.update(Content.styled(safe_text(str(result.get("message"))), "$text-error"))
+            return
+        groups = list(result.get("threads") or [])
+        own = self.context.thread_id if self.context is not None else None
+        self.groups = groups
+        self.results, self.threads = [], []
+        problems = [
+            Content.styled(safe_text(f"\nthread {p['thread']}: {p['problem']}"), "$text-warning")
+            for p in result.get("problems") or []
+        ]
+        searched = int(result.get("threads_searched") or 0)
+        if not groups:
+            line = safe_text(f"No match for “{query}” in {searched} threads.")
+            status.update(Content.assemble((line, "bold"), *problems))
+            return
+        count = sum(len(g["results"]) for g in groups)
+        head = f"{count} match{'' if count == 1 else 'es'} in {len(groups)} of {searched} threads"
+        status.update(
+            Content.assemble((head, "bold"), (" · Enter reads", "$text-muted"), *problems)
+        )
+        pattern = terms_pattern(query)
+        options: list[Option | None] = []
+        for group in groups:
+            when = local_time(str(group.get("last_activity") or ""))
+            mark = " (this thread)" if group["thread"] == own else ""
+            title = Content.assemble(
+                (safe_text(str(group.get("title"))), "bold"),
+                (safe_text(f"\n{group['thread']}{mark} · {when} · "), "$text-muted"),
+                history_label(group["status"]),
+            )
+            if options:
+                options.append(None)
+            options.append(Option(title, disabled=True))
+            for item in group["results"]:
+                options.append(None)
+                options.append(Option(self._prompt(item, pattern), id=str(len(self.results))))
+                self.results.append(item)
+                self.threads.append(None if group["thread"] == own else group["thread"])
+        listing.add_options(options)
+        listing.highlighted = 1
         if self.screen.focused is self.query_one(SearchBox):
             listing.focus()
 
@@ -204,6 +297,7 @@ class SearchTab(InspectorTab):
                     str(item["id"]),
                     offset=match_page(item, terms_pattern(self.query_text)),
                     highlight=self.query_text,
+                    thread=self.threads[index] if index < len(self.threads) else None,
                 )
             )
 

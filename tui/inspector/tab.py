@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from textual.containers import Vertical
@@ -57,6 +58,8 @@ class InspectorTab(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.context: ContinuityContext | None = None
+        self.home: Path | None = None
+        """The data directory of the open thread (for reading the user's other threads)."""
 
     def set_context(self, context: ContinuityContext | None) -> None:
         """A new thread (or none): drop what is shown and any read still in flight."""
@@ -81,6 +84,17 @@ class InspectorTab(Vertical):
             raise Stale
         snapshot: Snapshot = context.snapshot()
         result = await asyncio.to_thread(read, snapshot, *args)
+        if self.context is not context:
+            raise Stale
+        return result
+
+    async def fetch_across(self, read: Callable[..., T], *args: Any) -> T:
+        """`read(home, user_id, *args)` in a thread, over the user's threads (not this
+        context's snapshot); raises Stale when the context changed meanwhile."""
+        context, home = self.context, self.home
+        if context is None or home is None:
+            raise Stale
+        result = await asyncio.to_thread(read, home, context.user_id, *args)
         if self.context is not context:
             raise Stale
         return result

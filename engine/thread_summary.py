@@ -1,0 +1,215 @@
+"""What one thread's log amounts to, for listings and for searching every thread.
+
+`trove threads` (title, message count, compactions, last activity) and
+`trove history search --all` (the archive references and the active
+messages of each thread) would otherwise replay every log in full on every
+call: 100 threads of 10,000 messages are a million events, seconds of work.
+So the derivation is cached in the thread's directory, `summary.cache`:
+
+- it is derived only from the log, by the same code the tools use (the
+  thread's line after any rewind, `Surface`, `scan_history`,
+  `extract_records`), so a cached answer equals a fresh one;
+- it is keyed by the log's identity (device, inode, size, mtime in ns, and a
+  digest of its last bytes) taken *before* the log is read, and by the
+  thread's scope binding: a log that grew, was rewound, rewritten or copied
+  elsewhere never matches;
+- it is stored only when the read saw exactly what the key describes (every
+  byte up to the keyed size, no torn line, the log's identity the same
+  after the read as before): a writer appending meanwhile leaves no cache,
+  so a cache can never hold less than its key claims;
+- it is written by readers, atomically (a private temporary file renamed into
+  place), never by or instead of the writer, and never under the thread's
+  lock; a cache that cannot be written or read is just not used;
+- it lives in the thread's directory, so deleting the thread deletes it, and
+  it is private (0600) like the log whose text it holds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from engine.continuity.extract import extract_records, hidden_seqs, surface_inputs
+from engine.continuity.records import Source
+from engine.continuity.status import HistoryScan, scan_history, scope_binding
+from engine.events import (
+    AssistantMessage,
+    CompactEnd,
+    InboxQueued,
+    LogEvent,
+    SessionRewind,
+    ToolResult,
+    UserMessage,
+)
+from engine.log import LoadResult, read_events
+from engine.log.line import current_line
+from engine.private import write_private
+from engine.safe_text import safe_text
+from engine.session import LOG_NAME, ThreadNotFoundError, thread_dir
+from engine.surface import Surface
+
+CACHE_NAME = "summary.cache"
+FORMAT = 2
+"""Bumped whenever what a summary holds or how it is derived changes."""
+TITLE_CHARS = 60
+TAIL_BYTES = 4096
+
+Key = tuple[int, int, int, int, bytes, str]
+
+
+@dataclass(frozen=True)
+class ThreadSummary:
+    """One thread at the end of its log."""
+
+    thread: str
+    title: str
+    """The first prompt, one line, terminal-safe ("(empty)" when there is none)."""
+    messages: int
+    """User prompts and assistant replies (checkpoints, injections and tool results aside)."""
+    compactions: int
+    """Compactions that completed (`compact/end` without an error)."""
+    last_activity: str
+    """`ts` of the last message or compaction in the log ("" when it has none)."""
+    scan: HistoryScan
+    """The archive references, as `scan_history` folds them at the end of the log."""
+    active: list[Source]
+    """The active (not compacted) messages as search sources, oldest first."""
+
+
+class _Cached(msgspec.Struct, array_like=True):
+    format: int
+    key: Key
+    summary: ThreadSummary
+
+
+_ENCODER = msgspec.msgpack.Encoder()
+_DECODER = msgspec.msgpack.Decoder(_Cached)
+
+
+def first_prompt(events: Sequence[LogEvent]) -> str:
+    """The title: the first thing the user asked, on one line."""
+    for event in events:
+        if isinstance(event, InboxQueued) or (
+            isinstance(event, UserMessage) and event.checkpoint is None and event.source != "inject"
+        ):
+            words = safe_text(event.text).split()
+            if words:
+                return " ".join(words)[:TITLE_CHARS]
+    return "(empty)"
+
+
+def derive(thread_id: str, scope: str, events: Sequence[LogEvent]) -> ThreadSummary:
+    """The summary of the log's events (what the cache holds).
+
+    The title is the thread's first prompt in the file (what the listing
+    shows without reading further); everything else is read off the
+    thread's current line, as the tools and the app see it after a rewind.
+    """
+    title = first_prompt(events)
+    events = current_line(events)
+    messages = compactions = 0
+    last = ""
+    for event in events:
+        if isinstance(event, UserMessage):
+            if event.checkpoint is None and event.source != "inject":
+                messages += 1
+                last = event.ts or last
+        elif isinstance(event, AssistantMessage):
+            messages += 1
+            last = event.ts or last
+        elif isinstance(event, ToolResult | SessionRewind):
+            last = event.ts or last
+        elif isinstance(event, CompactEnd) and event.error is None:
+            compactions += 1
+            last = event.ts or last
+    surface = Surface.from_events(events)
+    active = extract_records(surface_inputs(surface.entries, hidden_seqs(events)))
+    return ThreadSummary(
+        thread_id,
+        title,
+        messages,
+        compactions,
+        last,
+        scan_history(events, scope),
+        active,
+    )
+
+
+def summarize(home: Path, user_id: str, thread_id: str) -> ThreadSummary:
+    """The thread's summary, from its cache when the log has not changed since.
+
+    Raises `ThreadNotFoundError` (no log), `engine.log.LogCorruptError` (a log
+    that does not load) or `OSError` (one that cannot be read).
+    """
+    directory = thread_dir(home, user_id, thread_id)
+    log_path = directory / LOG_NAME
+    scope = scope_binding(user_id, thread_id)
+    try:
+        key = log_key(log_path, scope)
+    except FileNotFoundError:
+        raise ThreadNotFoundError(f"no thread {thread_id!r} for user {user_id!r}") from None
+    cache = directory / CACHE_NAME
+    found = _load(cache, key)
+    if found is not None and found.thread == thread_id:
+        return found
+    loaded = _read_log(log_path)
+    summary = derive(thread_id, scope, loaded.events)
+    if loaded.torn is None and loaded.good_bytes == key[2] and _same(log_path, key):
+        _store(cache, key, summary)
+    return summary
+
+
+def log_key(log_path: Path, scope: str) -> Key:
+    """What identifies this exact log content, cheaply: a stat and one read of its tail.
+
+    The tail digest catches a log rewritten in place to the same size within
+    one mtime tick (the clock the file system stamps with is coarse).
+    """
+    with open(log_path, "rb") as fh:
+        stat = os.fstat(fh.fileno())
+        fh.seek(max(0, stat.st_size - TAIL_BYTES))
+        tail = fh.read(min(stat.st_size, TAIL_BYTES))
+    digest = hashlib.blake2b(tail, digest_size=16).digest()
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, digest, scope)
+
+
+def _read_log(log_path: Path) -> LoadResult:
+    return read_events(log_path)
+
+
+def _same(log_path: Path, key: Key) -> bool:
+    """Whether the log still has the identity the key was taken from (after the read)."""
+    try:
+        stat = os.stat(log_path)
+    except OSError:
+        return False
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns) == key[:4]
+
+
+def _load(cache: Path, key: Key) -> ThreadSummary | None:
+    try:
+        data = cache.read_bytes()
+        cached = _DECODER.decode(data)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError, TypeError, ValueError):
+        return None
+    if cached.format != FORMAT or tuple(cached.key) != key:
+        return None
+    return cached.summary
+
+
+def _store(cache: Path, key: Key, summary: ThreadSummary) -> None:
+    """Write the cache atomically; any failure leaves the cache unused, never an error."""
+    temporary = cache.with_name(f".{CACHE_NAME}.{os.getpid()}.{secrets.token_hex(4)}")
+    try:
+        write_private(temporary, _ENCODER.encode(_Cached(FORMAT, key, summary)))
+        os.replace(temporary, cache)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
