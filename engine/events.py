@@ -21,11 +21,11 @@ Construct a payload without `seq`/`ts` (`UserMessage(text="hi")`);
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 import msgspec
 
-Usage = dict[str, Any]
 Archive = Any
 """An `archive` reference as written (a mapping), kept as is: `continuity.status`
 validates it, and malformed metadata is a status ("unavailable"), not a corrupt log."""
@@ -52,6 +52,37 @@ class ToolCall(msgspec.Struct, omit_defaults=True, frozen=True, gc=False):
     id: str
     name: str
     arguments: str | None = None
+
+
+class Usage(msgspec.Struct, omit_defaults=True, frozen=True, gc=False):
+    """A reply's token counts, as read back from its line: a Struct, not a dict.
+
+    A 100k-message thread holds 50k of these; as dicts they cost ~11 MB of a
+    resume's memory and were slower to decode. The fields are the counters the
+    OpenAI-compatible APIs send (DeepSeek's cache counts included), untyped
+    (`Any`), so no value an older log holds can make its line unreadable. The
+    line itself keeps whatever mapping the provider sent (`usage_as_sent`):
+    a key not named here is on disk, just not in memory; nothing reads it.
+    """
+
+    prompt_tokens: Any = msgspec.UNSET
+    completion_tokens: Any = msgspec.UNSET
+    total_tokens: Any = msgspec.UNSET
+    prompt_tokens_details: Any = msgspec.UNSET
+    completion_tokens_details: Any = msgspec.UNSET
+    prompt_cache_hit_tokens: Any = msgspec.UNSET
+    prompt_cache_miss_tokens: Any = msgspec.UNSET
+
+
+def usage_as_sent(usage: Mapping[str, Any] | None) -> Usage | None:
+    """The provider's usage for a payload, to be written exactly as it came.
+
+    A payload is never read before `SessionLog.append`, which encodes it as
+    given (so the line holds every key, as it always did) and keeps the event
+    read back from that line, where `usage` is a `Usage`. Structs are not
+    checked on construction, so the mapping rides in the payload until then.
+    """
+    return cast("Usage | None", usage)
 
 
 class Checkpoint(msgspec.Struct, omit_defaults=True, frozen=True, gc=False):

@@ -18,6 +18,7 @@ from engine.commands import CommandRegistry, FrontEnd
 from engine.compaction import CompactService
 from engine.config import Config
 from engine.driver import Driver
+from engine.events import CompactArchived, CompactEnd, LogEvent, UserMessage
 from engine.model import ModelClient
 from engine.port import (
     DriverRelay,
@@ -76,6 +77,8 @@ def open_thread(
 def _recover_archive(config: Config, thread: Thread) -> None:
     """A crash may have cut a compaction between its checkpoint and its archive write,
     or a capture may have failed: the originals are still in the log."""
+    if not any(map(_archive_reference, thread.log.control)):
+        return  # never compacted: nothing to recover, and no continuity import to pay
     from engine.continuity import ArchiveStore, archive_path
     from engine.continuity.recovery import recapture
     from engine.continuity.status import scan_history, scope_binding
@@ -86,6 +89,14 @@ def _recover_archive(config: Config, thread: Thread) -> None:
         return
     with ArchiveStore(archive_path(thread.dir), config.task_continuity, scope=scope) as store:
         recapture(thread.log, store, user_id=thread.user_id, thread_id=thread.id)
+
+
+def _archive_reference(event: LogEvent) -> bool:
+    """An event `scan_history` reads: without one, no archive can have been promised."""
+    kind = type(event)
+    if kind is UserMessage:
+        return event.checkpoint is not None  # type: ignore[union-attr]
+    return kind is CompactEnd or kind is CompactArchived
 
 
 def _continuity(config: Config, thread: Thread, surface: Surface) -> ContinuityContext:

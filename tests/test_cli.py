@@ -60,7 +60,7 @@ def test_plain_with_piped_stdin_streams_the_answer_and_logs_the_turn(
     (end,) = of_kind(events, ev.TurnEnd)
     assert user.text == "hello"
     assert reply.content == "Hello from the scripted model."
-    assert reply.usage is not None and reply.usage["total_tokens"] > 0
+    assert reply.usage is not None and reply.usage.total_tokens > 0
     assert end.status == "ok"
     # The request really went over the wire with the prompt in it.
     assert server.requests[0]["messages"][-1] == {"role": "user", "content": "hello"}

@@ -108,7 +108,9 @@ async def test_manual_compaction_replaces_old_turns_with_a_checkpoint(tmp_path, 
     assert checkpoint.checkpoint is not None and checkpoint.checkpoint.summary == summary.seq
     assert summary.summary == "They said one, two, three."
     assert summary.raw == "<summary>They said one, two, three.</summary>"
-    assert summary.usage == {"x": 1}
+    assert summary.usage == ev.Usage()  # in memory: the counters (none were sent)
+    on_disk = [orjson.loads(line) for line in rt.thread.log.path.read_bytes().splitlines()]
+    assert on_disk[summary.seq - 1]["usage"] == {"x": 1}  # the line: exactly as sent
     assert summary.model == "scripted-model"
     originals = [e.seq for e in events if isinstance(e, (ev.UserMessage, ev.AssistantMessage))]
     assert summary.replaced == originals[:6]

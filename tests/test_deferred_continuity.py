@@ -83,3 +83,31 @@ async def test_tools_given_before_the_wiring_completes_are_kept(tmp_path: Path, 
     assert offered == {"echo", "history_search", "history_read", "task_note"}
     (result,) = of_kind(runtime.thread.log.events, ev.ToolResult)
     assert "unknown_tool" not in result.content
+
+
+def test_resuming_a_thread_never_compacted_imports_no_continuity(tmp_path: Path) -> None:
+    # The recovery check runs before the thread opens; with no archive reference in the
+    # log there is nothing to recover, so the continuity package stays unimported.
+    import subprocess
+    import sys
+
+    from engine.log import SessionLog
+    from engine.session import LOG_NAME, thread_dir
+
+    log = SessionLog.open(thread_dir(tmp_path, "local", "plain") / LOG_NAME)
+    log.append(ev.UserMessage(text="hello"))
+    log.append(ev.AssistantMessage(content="hi"))
+    log.close()
+    code = (
+        "import sys; from pathlib import Path; from engine.config import parse_config;"
+        "from engine.runtime import open_thread;"
+        "config = parse_config({}, source='test', env={});"
+        f"thread = open_thread(config, Path({str(tmp_path)!r}), 'plain');"
+        "assert len(thread.log.events) == 3, thread.log.events;"  # the resume's end-seed
+        "print(sorted(m for m in sys.modules if m.startswith('engine.continuity')))"
+    )
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

@@ -31,7 +31,7 @@ async def test_one_turn_is_logged_in_order(tmp_path, server):
     ]
     reply = of_kind(d.log.events, ev.AssistantMessage)[0]
     assert reply.content == "hi there"
-    assert reply.usage["completion_tokens"] > 0
+    assert reply.usage.completion_tokens > 0
     assert of_kind(d.log.events, ev.TurnEnd)[0].status == "ok"
     await d.aclose()
 

@@ -427,3 +427,43 @@ def test_a_write_that_fails_part_way_leaves_the_file_as_it_was(tmp_path: Path) -
     log.append(ev.UserMessage(text="after"))
     log.close()
     assert [e.text for e in read_events(path).events] == ["kept", "after"]
+
+
+def test_usage_lines_keep_every_key_and_read_back_as_a_compact_struct(tmp_path: Path) -> None:
+    # What a provider sent is written as it came (key order, nesting, keys Trove
+    # does not name); in memory it is a Usage Struct, not a dict per reply.
+    sent = {
+        "prompt_tokens": 1200,
+        "completion_tokens": 34,
+        "total_tokens": 1234,
+        "prompt_tokens_details": {"cached_tokens": 1024},
+        "prompt_cache_hit_tokens": 1024,
+        "vendor_extra": 7,
+    }
+    old_line = (
+        b'{"seq":1,"ts":"2025-01-01T00:00:00.000Z","kind":"assistant/message","content":"hi",'
+        b'"usage":{"total_tokens":3,"prompt_tokens":null,"odd":[1]}}\n'
+    )
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(old_line)
+    log = SessionLog.open(path, clock=lambda: FIXED)
+    old = log.events[0]
+    assert isinstance(old, ev.AssistantMessage) and isinstance(old.usage, ev.Usage)
+    assert old.usage.total_tokens == 3 and old.usage.prompt_tokens is None
+    written = log.append(ev.AssistantMessage(content="hello", usage=ev.usage_as_sent(sent)))
+    log.close()
+
+    assert isinstance(written, ev.AssistantMessage) and isinstance(written.usage, ev.Usage)
+    assert written.usage.prompt_tokens == 1200 and written.usage.total_tokens == 1234
+    assert written.usage.prompt_tokens_details == {"cached_tokens": 1024}
+    lines = path.read_bytes().splitlines()
+    assert lines[0] + b"\n" == old_line  # the old line untouched
+    assert json.loads(lines[1])["usage"] == sent
+    assert lines[1].index(b'"usage":{"prompt_tokens":1200,"completion_tokens":34,') > 0
+
+    again = SessionLog.open(path)
+    assert again.events == [old, written]
+    assert ev.to_dict(again.events[1])["usage"] == {
+        k: v for k, v in sent.items() if k != "vendor_extra"
+    }
+    again.close()

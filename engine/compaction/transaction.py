@@ -25,7 +25,14 @@ from msgspec import UNSET
 from engine.compaction.errors import CompactionCancelled, CompactionError, busy, not_started
 from engine.compaction.prompt import checkpoint_text, clean_summary
 from engine.compaction.selection import Span, checked, span_problem
-from engine.events import Checkpoint, CompactEnd, CompactStart, CompactSummary, UserMessage
+from engine.events import (
+    Checkpoint,
+    CompactEnd,
+    CompactStart,
+    CompactSummary,
+    UserMessage,
+    usage_as_sent,
+)
 from engine.log import LogWriteError, SessionLog
 from engine.offload import run_drained
 from engine.surface import Entry, Surface
@@ -234,7 +241,7 @@ def _commit(
                 start=start,
                 summary=summary,
                 raw=completion.content,
-                usage=completion.usage,
+                usage=usage_as_sent(completion.usage),
                 model=completion.model,
                 span={"first": span.first, "last": span.last, "count": span.count},
                 replaced=replaced,

@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING, Any, cast
 
 from engine.driver.inbox_item import InboxItem
 from engine.driver.state import DriverState
-from engine.events import AssistantMessage, ToolCall, ToolResult, TurnEnd, TurnStart, UserMessage
+from engine.events import (
+    AssistantMessage,
+    ToolCall,
+    ToolResult,
+    TurnEnd,
+    TurnStart,
+    UserMessage,
+    usage_as_sent,
+)
 from engine.log import LogWriteError
 from engine.model import ContextOverflowError, ModelError
 from engine.surface import Message
@@ -102,7 +110,7 @@ class TurnLoop(DriverState):
                     AssistantMessage(
                         content=completion.content,
                         tool_calls=[ToolCall(c.id, c.name, c.arguments) for c in calls],
-                        usage=completion.usage,
+                        usage=usage_as_sent(completion.usage),
                         model=completion.model,
                         finish_reason=completion.finish_reason,
                     )
