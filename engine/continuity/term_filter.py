@@ -34,6 +34,7 @@ _MIN_BITS = 1024
 _MAX_BITS = 64 * 1024 * 8
 _BITS_PER_TERM = 12
 _CHUNK = 4096
+_SPLIT_BYTES = 32 * 1024
 _VOCAB = "trove_capture_vocab"
 
 
@@ -51,7 +52,15 @@ def read_terms(conn: sqlite3.Connection, table: str) -> list[bytes]:
     finally:
         conn.execute(f"DROP TABLE temp.{_VOCAB}")
     text = row[0] if row is not None else None
-    return text.encode("utf-8").split(b" ") if isinstance(text, str) and text else []
+    data = text.encode("utf-8") if isinstance(text, str) else b""
+    terms: list[bytes] = []
+    start = 0
+    while start < len(data):  # a few thousand terms per C call (the GIL is held in each)
+        end = data.find(b" ", start + _SPLIT_BYTES)
+        end = len(data) if end < 0 else end
+        terms.extend(data[start:end].split(b" "))
+        start = end + 1
+    return terms
 
 
 def _size(terms: int) -> int:
