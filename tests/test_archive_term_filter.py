@@ -34,11 +34,11 @@ def test_every_token_fts_indexes_passes_the_filter(tmp_path: Path) -> None:
     conn.close()
     checked = 0
     for token in vocab:
-        for term in fts.query_terms(token):
-            hashed = term_filter.term_hash(term)
-            if hashed is not None:
-                checked += 1
-                assert term_filter.may_hold(bits, hashed), token
+        # A query term FTS5 looks up as this token has the token as its text.
+        hashed = term_filter.term_hash(fts.Term(token))
+        if hashed is not None:
+            checked += 1
+            assert term_filter.may_hold(bits, hashed), token
     assert checked >= 20
     assert term_filter.term_hash(fts.Term("钥", prefix=True)) is None
     assert term_filter.term_hash(fts.Term("café")) is None

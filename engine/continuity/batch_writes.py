@@ -50,7 +50,6 @@ class PreparedBatch:
     omitted: int
     truncated: int
     need_bytes: int
-    filter: bytes
 
 
 def prepare(sources: Sequence[Source], *, max_records: int, max_chars: int) -> PreparedBatch:
@@ -64,14 +63,12 @@ def prepare(sources: Sequence[Source], *, max_records: int, max_chars: int) -> P
     kept = list(sources[len(sources) - limit :] if len(sources) > limit else sources)
     kept = [s.cut(max_chars) for s in kept]
     index = [fts.index_text(s.text) for s in kept]
-    bits = term_filter.build(term_filter.batch_terms(index))
     return PreparedBatch(
         kept,
         index,
         len(sources) - len(kept),
         sum(1 for s in kept if s.truncated),
-        estimate_bytes(kept, index) + len(bits) + _ROW_OVERHEAD,
-        bits,
+        estimate_bytes(kept, index) + term_filter.max_bytes(index) + _ROW_OVERHEAD,
     )
 
 
@@ -103,9 +100,9 @@ def write_batch(
         omitted=batch.omitted,
         truncated=batch.truncated,
     )
-    conn.execute(
-        "INSERT INTO term_filters (batch_id, bits) VALUES (?, ?)", (batch_id, batch.filter)
-    )
+    # The filter holds the tokens FTS5 just indexed (read back in C, see term_filter).
+    bits = term_filter.build(term_filter.read_terms(conn, fts_table(batch_id)))
+    conn.execute("INSERT INTO term_filters (batch_id, bits) VALUES (?, ?)", (batch_id, bits))
     return CaptureResult(batch_id, len(batch.sources), batch.omitted, batch.truncated)
 
 

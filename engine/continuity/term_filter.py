@@ -7,65 +7,98 @@ answers "certainly not here" from memory, so FTS5 is asked only about the
 batches that may hold a match; a false "maybe" (a few percent) costs one
 ordinary probe, and the FTS5 query still decides every hit.
 
-The filter holds the batch's ASCII words and CJK bigrams, read from the
-same index text FTS5 tokenizes: runs of ASCII letters and digits, lowercased
-(unicode61 folds ASCII case, and a non-ASCII character never belongs to an
-ASCII token), and the bigrams `fts.index_text` wrote. Only query terms of
-those two shapes are ever ruled out (`term_hash`); any other term (a lone CJK
-character searched as a prefix, a word with non-ASCII letters) reads "maybe".
+The filter holds exactly the tokens FTS5 indexed for the batch, read back
+from the batch's own table (`read_terms`, an fts5vocab scan inside the
+capture's transaction): sound by construction, and the work is SQLite's,
+in C, with the GIL released, where splitting and collecting the words in
+Python cost a capture 60-115 ms of GIL-holding CPU. Only query terms of two
+shapes are ever ruled out (`term_hash`): ASCII words and CJK bigrams, whose
+query text is the token itself; any other term (a lone CJK character
+searched as a prefix, a word with non-ASCII letters) reads "maybe".
 The hash (CRC-32) is stable, so a filter written by one process serves all.
 """
 
 from __future__ import annotations
 
 import re
+import sqlite3
 import zlib
+from collections import deque
 from collections.abc import Sequence
+from itertools import repeat
 
 from engine.continuity import fts
 
-# Index bytes -> ASCII words: letters lowercased, digits kept, all else a space.
-_WORDS = bytes(
-    c + 32 if 65 <= c <= 90 else c if (48 <= c <= 57 or 97 <= c <= 122) else 32 for c in range(256)
-)
 _BIGRAM = re.compile(r"[\u3400-\u9fff]{2}")
 _MIN_BITS = 1024
+_MAX_BITS = 64 * 1024 * 8
 _BITS_PER_TERM = 12
+_CHUNK = 4096
+_SPLIT_BYTES = 32 * 1024
+_VOCAB = "trove_capture_vocab"
 
 
-def batch_terms(index: Sequence[str]) -> set[bytes]:
-    """The ASCII words and CJK bigrams in a batch's index texts (UTF-8 bytes).
+def read_terms(conn: sqlite3.Connection, table: str) -> list[bytes]:
+    """Every token of one FTS5 table (UTF-8), read in one statement.
 
-    One text at a time: each C call then holds the GIL for a fraction of a
-    millisecond, where one call over a whole batch held it for tens of
-    milliseconds and stalled the event loop the capture was offloaded from.
+    One `group_concat` step scans the index in C with the GIL released
+    (tokens never hold a space); a row per term would take the GIL back
+    37,000 times. Runs inside the caller's transaction, before its commit.
     """
-    terms: set[bytes] = set()
-    for text in index:
-        if text.isascii():
-            terms.update(text.encode("ascii").translate(_WORDS).split())
-            continue
-        # Non-ASCII characters become '?', a separator: no ASCII token spans one.
-        terms.update(text.encode("ascii", "replace").translate(_WORDS).split())
-        # index_text writes each bigram as its own space-separated token.
-        terms.update(b.encode("utf-8") for b in _BIGRAM.findall(text))
+    conn.execute(f"DROP TABLE IF EXISTS temp.{_VOCAB}")
+    conn.execute(f"CREATE VIRTUAL TABLE temp.{_VOCAB} USING fts5vocab(main, '{table}', 'row')")
+    try:
+        row = conn.execute(f"SELECT group_concat(term, ' ') FROM temp.{_VOCAB}").fetchone()
+    finally:
+        conn.execute(f"DROP TABLE temp.{_VOCAB}")
+    text = row[0] if row is not None else None
+    data = text.encode("utf-8") if isinstance(text, str) else b""
+    terms: list[bytes] = []
+    start = 0
+    while start < len(data):  # a few thousand terms per C call (the GIL is held in each)
+        end = data.find(b" ", start + _SPLIT_BYTES)
+        end = len(data) if end < 0 else end
+        terms.extend(data[start:end].split(b" "))
+        start = end + 1
     return terms
 
 
-def build(terms: set[bytes]) -> bytes:
+def _size(terms: int) -> int:
+    return min(_MAX_BITS, max(_MIN_BITS, (_BITS_PER_TERM * terms + 7) // 8 * 8))
+
+
+def max_bytes(index: Sequence[str]) -> int:
+    """An upper bound of the filter's size, known before the batch is written (retention).
+
+    A token takes at least one character and a separator, so a text holds
+    at most half its length in tokens; the filter is capped at 64 KiB.
+    """
+    return _size(sum((len(text) + 1) // 2 for text in index)) // 8
+
+
+def build(terms: Sequence[bytes]) -> bytes:
     """A one-hash bit filter over `terms`, 12 bits a term: about 8 % false "maybe".
 
     Its pages count against the archive's ceiling (about 56 KiB for a batch of
-    256 records of 10,000 characters, 1.5 % of the batch), so it is kept small:
-    a false "maybe" costs only one probe of ~10 microseconds.
+    256 records of 10,000 characters, 1.5 % of the batch), so it is kept small
+    (at most 64 KiB: a larger batch only reads "maybe" more often): a false
+    "maybe" costs only one probe of ~10 microseconds.
+
+    Bit `at` is bit `at & 7` of byte `at >> 3`. The bits are set one byte
+    each by C iteration (no bytecode per term), a few thousand terms per
+    call so no call holds the GIL for long, then packed eight to a byte with
+    big-integer shifts: byte k of every eighth byte goes to bit k.
     """
-    size = max(_MIN_BITS, (_BITS_PER_TERM * len(terms) + 7) // 8 * 8)
-    bits = bytearray(size // 8)
-    crc = zlib.crc32
-    for term in terms:
-        at = crc(term) % size
-        bits[at >> 3] |= 1 << (at & 7)
-    return bytes(bits)
+    size = _size(len(terms))
+    flags = bytearray(size)
+    put = flags.__setitem__
+    for at in range(0, len(terms), _CHUNK):
+        chunk = terms[at : at + _CHUNK]
+        deque(map(put, map(size.__rmod__, map(zlib.crc32, chunk)), repeat(1)), maxlen=0)
+    packed = 0
+    for bit in range(8):
+        packed |= int.from_bytes(flags[bit::8], "little") << bit
+    return packed.to_bytes(size // 8, "little")
 
 
 def term_hash(term: fts.Term) -> int | None:
