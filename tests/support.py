@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -115,3 +119,26 @@ def chat_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
         for m in request["messages"]
         if m["role"] != "system" and not str(m.get("content", "")).startswith("[TASK-CONTINUITY")
     ]
+
+
+async def killed_child(module: str, home: Path, config: Path, thread_id: str, step: str) -> None:
+    """Run `python -m module HOME CONFIG THREAD STEP`, a child that SIGKILLs itself at
+    `step`, with no OPENAI_* settings leaking in, and check it really died by the kill."""
+    root = Path(__file__).resolve().parent.parent
+    env = {key: v for key, v in os.environ.items() if not key.startswith("OPENAI_")}
+    env["PYTHONPATH"] = str(root)
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        module,
+        str(home),
+        str(config),
+        thread_id,
+        step,
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    _, err = await asyncio.wait_for(child.communicate(), 30)
+    assert child.returncode == -signal.SIGKILL, err.decode()

@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -16,9 +11,8 @@ from engine.config import load_config
 from engine.runtime import Runtime
 from engine.session import Thread
 from tests.crash_child import TYPED_DURING
-from tests.support import client_for, of_kind, opened
+from tests.support import client_for, killed_child, of_kind, opened
 
-ROOT = Path(__file__).resolve().parent.parent
 STEPS = [
     "1-reserved",
     "2-before-start",
@@ -40,23 +34,7 @@ async def test_killed_during_compaction_loses_nothing(tmp_path, server, step):
         "compaction:\n  keep_recent_tokens: 0\n"
     )
     Thread.create(tmp_path, "local", "crash").close()
-    env = {key: v for key, v in os.environ.items() if not key.startswith("OPENAI_")}
-    env["PYTHONPATH"] = str(ROOT)
-    child = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "tests.crash_child",
-        str(tmp_path),
-        str(config_path),
-        "crash",
-        step,
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(child.communicate(), 30)
-    assert child.returncode == -signal.SIGKILL, err.decode()
+    await killed_child("tests.crash_child", tmp_path, config_path, "crash", step)
 
     config = load_config(config_path, home=tmp_path)
     rt = opened(Runtime.open(config, tmp_path, thread_id="crash", model=client_for(server)))

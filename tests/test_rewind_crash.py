@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -15,9 +10,7 @@ from engine import events as ev
 from engine.config import load_config
 from engine.runtime import Runtime
 from engine.session import Thread
-from tests.support import client_for, of_kind, opened
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support import client_for, killed_child, of_kind, opened
 
 
 @pytest.mark.parametrize(
@@ -29,23 +22,7 @@ async def test_killed_around_a_rewind(tmp_path, server, step, said):
         f"model:\n  base_url: {server.base_url}\n  api_key: k\n  max_retries: 0\n"
     )
     Thread.create(tmp_path, "local", "crash").close()
-    env = {key: v for key, v in os.environ.items() if not key.startswith("OPENAI_")}
-    env["PYTHONPATH"] = str(ROOT)
-    child = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "tests.rewind_child",
-        str(tmp_path),
-        str(config_path),
-        "crash",
-        step,
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    _, err = await asyncio.wait_for(child.communicate(), 30)
-    assert child.returncode == -signal.SIGKILL, err.decode()
+    await killed_child("tests.rewind_child", tmp_path, config_path, "crash", step)
 
     config = load_config(config_path, home=tmp_path)
     rt = opened(Runtime.open(config, tmp_path, thread_id="crash", model=client_for(server)))
