@@ -78,11 +78,7 @@ def search_all_command(args: argparse.Namespace, config: Config, home: Path) -> 
 
     result = search_all(home, config.user_id, args.query, args.role)
     if result.get("status") == "error":  # the tool's own invalid_arguments
-        if args.json:
-            print(safe_json(result))
-        else:
-            print(safe_text(f"trove: {result.get('message')}"), file=sys.stderr)
-        return 2
+        return _bad_usage(result, as_json=args.json)
     if args.json:
         print(safe_json(result))
     else:
@@ -124,11 +120,7 @@ def archive_command(args: argparse.Namespace, config: Config, home: Path) -> int
         result = cli_read(home, config.user_id, thread_id, args.source_id, args.offset)
         render = render_read
     if result.get("error") == "invalid_arguments":  # what was asked is malformed: usage
-        if args.json:
-            print(safe_json(result))
-        else:
-            print(safe_text(f"trove: {result.get('message')}"), file=sys.stderr)
-        return 2
+        return _bad_usage(result, as_json=args.json)
     if args.json:
         print(safe_json(result))  # exactly the tool's JSON, which thread or not
     else:
@@ -139,3 +131,12 @@ def archive_command(args: argparse.Namespace, config: Config, home: Path) -> int
         where = "" if page else f"thread {thread_id}: "
         print(safe_text(where + render(result)))
     return 1 if result.get("status") == "error" else 0
+
+
+def _bad_usage(result: dict[str, Any], *, as_json: bool) -> int:
+    """A tool's refusal of what was asked: its JSON as is, or its message in one line; exit 2."""
+    if as_json:
+        print(safe_json(result))
+    else:
+        print(safe_text(f"trove: {result.get('message')}"), file=sys.stderr)
+    return 2
