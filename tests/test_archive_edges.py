@@ -232,7 +232,7 @@ def test_a_read_only_store_sees_a_live_writer_and_adds_no_files(tmp_path: Path) 
     writer.close()
     reader = ArchiveStore(path, TaskContinuityConfig(), readonly=True, scope=SCOPE)
     assert [b.id for b in reader.batches()] == [1]
-    assert sorted(os.listdir(tmp_path)) == ["history.sqlite"]
+    assert sorted(os.listdir(tmp_path)) == ["history.sqlite", "history.terms"]  # the writer's
 
     writer.capture(2, [rec(2, "second")])  # reopens; its -wal now holds batch 2
     live = sorted(os.listdir(tmp_path))
@@ -240,7 +240,7 @@ def test_a_read_only_store_sees_a_live_writer_and_adds_no_files(tmp_path: Path) 
     assert sorted(os.listdir(tmp_path)) == live
     reader.close()
     writer.close()
-    assert sorted(os.listdir(tmp_path)) == ["history.sqlite"]
+    assert sorted(os.listdir(tmp_path)) == ["history.sqlite", "history.terms"]
 
 
 # -- a query may start with a dash --------------------------------------------------------------

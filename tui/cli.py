@@ -22,6 +22,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"trove: {message} (see trove --help)\n")
 
 
+def _count(text: str) -> int:
+    """A whole number, 0 or more (argparse turns the ValueError into one usage line)."""
+    value = int(text)
+    if value < 0:
+        raise ValueError(text)
+    return value
+
+
+_count.__name__ = "count"  # argparse names the type in its message: "invalid count value"
+
+
 def _common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     """Common options, accepted before or after the subcommand.
 
@@ -61,6 +72,13 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument(
         "--all", action="store_true", help="every thread of the user, grouped by thread"
     )
+    search.add_argument(
+        "--max-threads",
+        type=_count,
+        default=None,
+        metavar="N",
+        help="with --all: stop at N threads with matches (default 10; 0: no limit)",
+    )
     read = hsub.add_parser("read", help="print one source, paged")
     _common(read, suppress=True)
     read.add_argument("source_id")
@@ -75,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
 # Options that take a value, wherever they may appear before a search query.
 _VALUE_OPTIONS = {
     *("--home", "--config", "--user", "--thread"),
-    *("-p", "--prompt", "--role", "--offset"),
+    *("-p", "--prompt", "--role", "--offset", "--max-threads"),
 }
 _SEARCH_FLAGS = {"--json", "--all", "-h", "--help"}
 

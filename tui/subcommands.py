@@ -73,10 +73,11 @@ def _thread_object(info: ThreadInfo) -> dict[str, Any]:
 
 def search_all_command(args: argparse.Namespace, config: Config, home: Path) -> int:
     """`history search QUERY --all`: every thread of the user, grouped by thread."""
-    from engine.continuity.across import search_all
+    from engine.continuity.across import MAX_THREADS, search_all
     from engine.continuity.cli import render_search_all
 
-    result = search_all(home, config.user_id, args.query, args.role)
+    limit = MAX_THREADS if args.max_threads is None else args.max_threads
+    result = search_all(home, config.user_id, args.query, args.role, max_threads=limit)
     if result.get("status") == "error":  # the tool's own invalid_arguments
         return _bad_usage(result, as_json=args.json)
     if args.json:
@@ -98,7 +99,11 @@ def archive_command(args: argparse.Namespace, config: Config, home: Path) -> int
     )
     from engine.session import ThreadNotFoundError, latest_thread
 
-    if args.command == "history" and args.history_command == "search" and args.all:
+    searching = args.command == "history" and args.history_command == "search"
+    if searching and args.max_threads is not None and not args.all:
+        print("trove: --max-threads goes with --all", file=sys.stderr)
+        return 2
+    if searching and args.all:
         if args.thread:
             print("trove: --all searches every thread; leave out --thread", file=sys.stderr)
             return 2

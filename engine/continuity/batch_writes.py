@@ -80,16 +80,18 @@ def write_batch(
     created: str,
     max_batches: int,
     max_page_count: int,
-) -> CaptureResult:
+) -> tuple[CaptureResult, list[bytes]]:
     """Inside the caller's transaction: the batch this key already made, or a new one.
 
-    A duplicate is protected from the retention pass that runs for it.
+    A duplicate is protected from the retention pass that runs for it. Also
+    returns the new batch's tokens (none for a duplicate), which its term
+    filter and the archive's (archive_terms.py) are built from.
     """
     done = existing(conn, batch_key)
     limits = {"max_batches": max_batches, "max_page_count": max_page_count}
     if done is not None:
         retain(conn, keep=done.batch_id, room_for=0, need_bytes=0, **limits)
-        return done
+        return done, []
     retain(conn, keep=None, room_for=1, need_bytes=batch.need_bytes, **limits)
     batch_id = insert_batch(
         conn,
@@ -101,9 +103,10 @@ def write_batch(
         truncated=batch.truncated,
     )
     # The filter holds the tokens FTS5 just indexed (read back in C, see term_filter).
-    bits = term_filter.build(term_filter.read_terms(conn, fts_table(batch_id)))
+    tokens = term_filter.read_terms(conn, fts_table(batch_id))
+    bits = term_filter.build(tokens)
     conn.execute("INSERT INTO term_filters (batch_id, bits) VALUES (?, ?)", (batch_id, bits))
-    return CaptureResult(batch_id, len(batch.sources), batch.omitted, batch.truncated)
+    return CaptureResult(batch_id, len(batch.sources), batch.omitted, batch.truncated), tokens
 
 
 def estimate_bytes(sources: Sequence[Source], index: Sequence[str]) -> int:

@@ -132,10 +132,16 @@ def render_search_all(result: dict[str, Any], when: Callable[[str], str]) -> str
     """
     groups = result["threads"]
     searched = result["threads_searched"]
+    left = result.get("threads_not_searched") or 0
     lines = [
         f"searched {searched} thread{'' if searched == 1 else 's'}: "
         + (f"matches in {len(groups)}" if groups else "no matches")
     ]
+    if left:
+        lines.append(
+            f"stopped at {len(groups)} threads with matches; {left} older "
+            f"thread{'' if left == 1 else 's'} not searched (--max-threads N, 0: all)"
+        )
     for group in groups:
         lines.append("")
         lines.append(f"thread {group['thread']}  {when(group['last_activity'])}  {group['title']}")

@@ -307,8 +307,13 @@ def _with_text(
 
 
 def _matched(text: str, terms: list[fts.Term], every: bool) -> int:
-    """Terms a hit holds: all of them in the first tier, else a count by substring."""
+    """Terms a hit holds: all of them in the first tier, else a count by substring.
+
+    A substring may sit inside a longer word ("pr" in "sprint"), so the count
+    can reach every term for a hit FTS5 found lacking one; such a hit holds
+    at most all but one (it must never read as `matched: "all"`).
+    """
     if every:
         return len(terms)
     folded = text.casefold()
-    return sum(1 for term in terms if term.text in folded)
+    return min(len(terms) - 1, sum(1 for term in terms if term.text in folded))

@@ -65,6 +65,10 @@ class ActiveIndex:
                 self._sets.popitem(last=False)
         return made
 
+    def matched(self, record: Source, terms: list[fts.Term]) -> int:
+        """How many of the query's distinct terms the record holds."""
+        return fts.matched_terms(terms, self.token_set(record))
+
 
 class HistoryView:
     """What one position may see, with the tool operations over it."""
@@ -179,7 +183,7 @@ class HistoryView:
         for record in reversed(self.active):
             if role is not None and record.role != role:
                 continue
-            matched = fts.matched_terms(terms, self.index.token_set(record))
+            matched = self.index.matched(record, terms)
             if matched:
                 every = matched == len(terms)
                 buckets[(record.echo, every)].append(Hit(record, matched, every))

@@ -97,6 +97,8 @@ class ArchiveRef:
     records: int
     omitted_records: int
     seq: int
+    start: int
+    """The compaction's start seq: the batch key its capture used (see archive_terms)."""
 
 
 @dataclass
@@ -148,7 +150,7 @@ class HistoryScan:
         return "; ".join(dict.fromkeys(reasons)) or None
 
 
-def _parse(archive: Any, seq: int) -> ArchiveRef | tuple[str, str] | None:
+def _parse(archive: Any, seq: int, start: int) -> ArchiveRef | tuple[str, str] | None:
     """A valid reference, ("failed", scope) for a capture failure, or None when malformed."""
     if not isinstance(archive, Mapping):
         return None
@@ -163,7 +165,7 @@ def _parse(archive: Any, seq: int) -> ArchiveRef | tuple[str, str] | None:
     records, omitted = archive.get("records"), archive.get("omitted_records")
     if not _count(records) or not _count(omitted):
         return None
-    return ArchiveRef(batch, scope, records, omitted, seq)
+    return ArchiveRef(batch, scope, records, omitted, seq, start)
 
 
 def scan_history(events: Iterable[LogEvent], scope: str) -> HistoryScan:
@@ -193,7 +195,7 @@ def scan_history(events: Iterable[LogEvent], scope: str) -> HistoryScan:
             # error after the line) stays unarchived: its originals are in no batch.
             continue
         closed.add(start)
-        parsed = _parse(event.archive, seq)
+        parsed = _parse(event.archive, seq, start)
         if parsed is None:
             scan.failure = "malformed archive reference metadata"
         elif isinstance(parsed, tuple):

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from engine.config import TaskContinuityConfig
-from engine.continuity import fts
+from engine.continuity import archive_terms, fts
 from engine.continuity.archive_file import (
     archive_path,
     connect,
@@ -180,6 +180,7 @@ class ArchiveStore:
             conn = self._reader()
             if conn is None:
                 private_dir(self.path.parent)
+                archive_terms.remove(self.path)  # it described an earlier file
                 touch_private(self.path)  # SQLite gives -wal and -shm this file's mode
                 conn = connect(self.path, "rwc")
                 self._conn = conn
@@ -240,7 +241,7 @@ class ArchiveStore:
                 conn.execute("BEGIN IMMEDIATE")
                 if self.scope is not None and self._bound is None:
                     self._bind(conn)
-                result = write_batch(
+                result, tokens = write_batch(
                     conn,
                     batch,
                     batch_key=batch_key,
@@ -248,6 +249,7 @@ class ArchiveStore:
                     max_batches=self.config.max_batches,
                     max_page_count=self.max_page_count,
                 )
+                terms = None if result.duplicate else self._archive_terms(conn, result, tokens)
                 conn.execute("COMMIT")
             except ArchiveUnavailableError as exc:
                 self._abort(conn)
@@ -260,7 +262,25 @@ class ArchiveStore:
             except BaseException:
                 self._abort(conn)
                 raise
+            if terms is not None:
+                archive_terms.write(self.path, terms)
         return result
+
+    def _archive_terms(
+        self, conn: sqlite3.Connection, result: CaptureResult, tokens: list[bytes]
+    ) -> bytes | None:
+        """The archive's new `history.terms` (written after the commit); None: leave it be.
+
+        Only an accelerator for `--all`, so nothing about it can fail a capture:
+        an old file that cannot be replaced stays true (archive_terms.py).
+        """
+        scope = self.scope or self._bound
+        if scope is None:
+            return None
+        try:
+            return archive_terms.after_capture(conn, self.path, scope, result.batch_id, tokens)
+        except (sqlite3.Error, OSError, ValueError):
+            return None
 
     def _abort(self, conn: sqlite3.Connection) -> None:
         try:

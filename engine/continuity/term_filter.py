@@ -76,8 +76,11 @@ def max_bytes(index: Sequence[str]) -> int:
     return _size(sum((len(text) + 1) // 2 for text in index)) // 8
 
 
-def build(terms: Sequence[bytes]) -> bytes:
+def build(terms: Sequence[bytes], bits: int | None = None) -> bytes:
     """A one-hash bit filter over `terms`, 12 bits a term: about 8 % false "maybe".
+
+    `bits` fixes the size instead (a multiple of 8: archive_terms.py ORs
+    filters of one size together).
 
     Its pages count against the archive's ceiling (about 56 KiB for a batch of
     256 records of 10,000 characters, 1.5 % of the batch), so it is kept small
@@ -89,7 +92,7 @@ def build(terms: Sequence[bytes]) -> bytes:
     call so no call holds the GIL for long, then packed eight to a byte with
     big-integer shifts: byte k of every eighth byte goes to bit k.
     """
-    size = _size(len(terms))
+    size = _size(len(terms)) if bits is None else bits
     flags = bytearray(size)
     put = flags.__setitem__
     for at in range(0, len(terms), _CHUNK):

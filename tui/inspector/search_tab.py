@@ -240,9 +240,10 @@ class SearchTab(InspectorTab):
             return
         count = sum(len(g["results"]) for g in groups)
         head = f"{count} match{'' if count == 1 else 'es'} in {len(groups)} of {searched} threads"
-        status.update(
-            Content.assemble((head, "bold"), (" · Enter reads", "$text-muted"), *problems)
-        )
+        left = int(result.get("threads_not_searched") or 0)
+        more = f" · {left} older thread{'' if left == 1 else 's'} not searched" if left else ""
+        parts = [(head, "bold"), (more, "$text-warning"), (" · Enter reads", "$text-muted")]
+        status.update(Content.assemble(*parts, *problems))
         pattern = terms_pattern(query)
         options: list[Option | None] = []
         for group in groups:
