@@ -43,7 +43,10 @@ from engine.config import TaskContinuityConfig  # noqa: E402
 from engine.continuity.extract import source_id  # noqa: E402
 from engine.continuity.records import Source  # noqa: E402
 from engine.continuity.search import HistoryView  # noqa: E402
-from engine.continuity.status import Resolution  # noqa: E402
+from engine.continuity.status import (
+    Resolution,  # noqa: E402
+    scope_binding,  # noqa: E402
+)
 from engine.continuity.store import MAX_PAGE_COUNT, ArchiveStore, capture_offloaded  # noqa: E402
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -156,7 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     loop = asyncio.new_event_loop()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "task-history" / "history.sqlite"
-        store = ArchiveStore(path, config)
+        # Bound to a thread as the app's store is, so each capture also writes the
+        # archive's history.terms (archive_terms.py), as it does in the app.
+        store = ArchiveStore(path, config, scope=scope_binding("local", "bench"))
         codes: dict[int, list[tuple[str, str]]] = {}
         captures: list[tuple[float, float, bool]] = []
         seq = 0

@@ -62,7 +62,7 @@ from engine.private import private_dir  # noqa: E402
 from engine.session import LOG_NAME, thread_dir  # noqa: E402
 from engine.thread_summary import CACHE_NAME  # noqa: E402
 
-FIXTURE_VERSION = "f2"
+FIXTURE_VERSION = "f7"
 """Bumped whenever `build_thread` writes something different."""
 P95_MS = 100.0  # DESIGN.md: `history search --all` over 100 threads
 USER = "local"

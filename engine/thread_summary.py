@@ -27,6 +27,7 @@ So the derivation is cached in the thread's directory, `summary.cache`:
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import secrets
@@ -56,7 +57,7 @@ from engine.session import LOG_NAME, ThreadNotFoundError, thread_dir
 from engine.surface import Surface
 
 CACHE_NAME = "summary.cache"
-FORMAT = 3
+FORMAT = 4
 """Bumped whenever what a summary holds or how it is derived changes."""
 TITLE_CHARS = 60
 TAIL_BYTES = 4096
@@ -79,11 +80,17 @@ class ThreadSummary:
     """`ts` of the last message or compaction in the log ("" when it has none)."""
     scan: HistoryScan
     """The archive references, as `scan_history` folds them at the end of the log."""
-    active: list[Source]
-    """The active (not compacted) messages as search sources, oldest first."""
+    packed_active: msgspec.Raw
+    """The active messages, encoded: decoded only when read (`active`), since `--all`
+    opens a few threads and `threads` none (decoding them was most of reading a cache)."""
     folded: list[str]
-    """Their texts casefolded, in the same order: what `--all` matches terms against
+    """Their texts casefolded, in order: what `--all` matches terms against
     (casefolding them again would cost ~0.3 ms a thread and query)."""
+
+    @functools.cached_property
+    def active(self) -> list[Source]:
+        """The active (not compacted) messages as search sources, oldest first."""
+        return _ACTIVE.decode(self.packed_active)
 
 
 class _Cached(msgspec.Struct, array_like=True):
@@ -94,6 +101,7 @@ class _Cached(msgspec.Struct, array_like=True):
 
 _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(_Cached)
+_ACTIVE = msgspec.msgpack.Decoder(list[Source])
 
 
 def first_prompt(events: Sequence[LogEvent]) -> str:
@@ -141,7 +149,7 @@ def derive(thread_id: str, scope: str, events: Sequence[LogEvent]) -> ThreadSumm
         compactions,
         last,
         scan_history(events, scope),
-        active,
+        msgspec.Raw(_ENCODER.encode(active)),
         [source.text.casefold() for source in active],
     )
 

@@ -68,3 +68,17 @@ def test_filters_change_no_hit_and_leave_with_their_batch(tmp_path: Path) -> Non
         assert unfiltered.search(q, batch_ids=ids) == filtered[q], q
     unfiltered.close()
     assert filtered["nowhere"] == [] and filtered["w7"]
+
+
+def test_filters_differ_in_size_so_one_collision_does_not_repeat_everywhere() -> None:
+    """A term that collides with a common word collides wherever the filters share a size;
+    batches (by term count) and archives (by scope) each have their own."""
+    from engine.continuity import archive_terms
+
+    sizes = {term_filter.size_for(n) for n in range(2000, 2100)}
+    assert len(sizes) > 50
+    scopes = {archive_terms.bits_for(f"local/2025-{n}") for n in range(100)}
+    assert len(scopes) > 80 and all(s % 8 == 0 and s > archive_terms.BITS * 0.9 for s in scopes)
+    terms = [f"t{n}".encode() for n in range(3000)]
+    hashed = term_filter.hash_terms(terms)
+    assert term_filter.build_hashed(hashed, 24008) == term_filter.build(terms, bits=24008)

@@ -142,7 +142,7 @@ def test_a_damaged_or_foreign_terms_file_is_not_trusted(tmp_path: Path, damage: 
     if damage == "garbage":
         path.write_bytes(b"not a terms file")
     elif damage == "truncated":
-        path.write_bytes(path.read_bytes()[:-9])
+        path.write_bytes(path.read_bytes()[: archive_terms.BITS // 16])
     elif damage == "flipped bit":
         data = bytearray(path.read_bytes())
         data[100] ^= 0x01
@@ -345,4 +345,50 @@ def test_the_summary_format_holds_the_batch_keys(tmp_path: Path) -> None:
     refs = summarize(home, "local", "t").scan.refs
     assert [(r.batch, r.start) for r in refs] == [(batch, t.keys[batch])]
     assert thread_dir(home, "local", "t") == t.thread.dir
+    t.thread.close()
+
+
+def test_words_only_ever_apart_in_batches_rule_the_archive_out_unopened(tmp_path: Path) -> None:
+    """A source holding every word sits in one batch: each batch's own filter is in the
+    file too, so while another thread holds the words together, an archive holding them
+    only in different batches is not opened (its bytes are destroyed in place: opening
+    it would be a problem reported)."""
+    home = tmp_path / "home"
+    other = Compacting(home, "u")
+    other.compact("here WREN 4711 together")
+    other.thread.close()
+    t = Compacting(home, "t")
+    t.compact("the first half WREN here")
+    t.compact("the second half 4711 there")
+    t.compact("both together WREN 4712 at once")
+    terms = t.terms()
+    assert terms is not None
+    with open(t.archive, "r+b") as fh:
+        fh.write(b"\0" * 4096)
+    apart = search_all(home, "local", "WREN-4711")
+    assert answer(apart) == [("u", [apart["threads"][0]["results"][0]["id"]])]
+    assert apart["problems"] == []
+    together = search_all(home, "local", "WREN-4712")
+    assert [p["thread"] for p in together["problems"]] == ["t"]
+    t.thread.close()
+
+
+@pytest.mark.parametrize("damage", ["cut", "flipped bit"])
+def test_damaged_batch_filters_only_cost_an_opening(tmp_path: Path, damage: str) -> None:
+    home = tmp_path / "home"
+    t = Compacting(home, "t")
+    t.compact("the first half WREN here")
+    t.compact("the second half 4711 there and WREN 4711 together")
+    path = archive_terms.terms_path(t.archive)
+    data = bytearray(path.read_bytes())
+    if damage == "cut":
+        del data[-100:]
+    else:
+        data[-100] ^= 0x10
+    path.write_bytes(bytes(data))
+    whole = archive_terms.load(t.archive, t.scope)
+    assert whole is not None and whole.filters is None  # the words' filter still serves
+    assert archive_terms.load(t.archive, t.scope, filters=True) is None
+    assert answer(search_all(home, "local", "WREN-4711"))[0][0] == "t"
+    assert search_all(home, "local", "qqzx")["threads"] == []
     t.thread.close()

@@ -128,6 +128,7 @@ class _Thread:
     whose messages lack one between them has none holding every term."""
     archive_may: tuple[bool, bool]
     """Whether the archive may hold (every term, some term); (True, True) when unknown."""
+    store: ArchiveStore | None = None
     view: HistoryView | None = None
     counts: dict[str, int] | None = None
     """Active source id -> terms it holds, once the thread is opened."""
@@ -145,10 +146,16 @@ def _archive_may(
     refs = summary.scan.refs
     if not refs:
         return False, False
+    keys = [(ref.batch, ref.start) for ref in refs]
     terms = archive_terms.load(archive, scope)
-    if terms is None or not terms.covers((ref.batch, ref.start) for ref in refs):
+    if terms is None or not terms.covers(keys):
         return True, True
-    return terms.may_hold(hashes)
+    every, some = terms.may_hold(hashes)
+    if every and len(hashes) > 1:  # all the words are there: are they ever in one batch?
+        again = archive_terms.load(archive, scope, filters=True)  # (maybe a newer file)
+        if again is not None and again.covers(keys):
+            every = again.one_batch_may_hold(hashes)
+    return every, some
 
 
 def _summarized(
@@ -186,53 +193,63 @@ class _Query:
     terms: list[fts.Term]
     patterns: list[Pattern]
 
+    def counts(self, thread: _Thread) -> dict[str, int]:
+        """Active source id -> how many terms it holds (found by pattern, once)."""
+        if thread.counts is None:
+            summary = thread.summary
+            thread.counts = {
+                s.source_id: _held(folded, self.patterns)
+                for s, folded in zip(summary.active, summary.folded, strict=True)
+            }
+        return thread.counts
+
+    def store(self, thread: _Thread) -> ArchiveStore | None:
+        """The thread's archive, opened read-only once (None: the line references none)."""
+        if thread.store is None and thread.summary.scan.refs:
+            thread.store = ArchiveStore(
+                thread.archive,
+                TaskContinuityConfig(),
+                readonly=True,
+                scope=scope_binding(self.user_id, thread.summary.thread),
+            )
+        return thread.store
+
     def open(self, thread: _Thread) -> HistoryView:
-        """The thread's history view, its archive opened read-only (kept for the search).
+        """The thread's history view, exactly as its own `history_search` builds it.
 
         Only the active messages holding some term are handed to the view, with
         their counts (the view would tokenize each one).
         """
-        if thread.view is not None:
-            return thread.view
-        summary = thread.summary
-        counts = {
-            s.source_id: _held(folded, self.patterns)
-            for s, folded in zip(summary.active, summary.folded, strict=True)
-        }
-        active = [s for s in summary.active if counts[s.source_id]]
-        store: ArchiveStore | None = None
-        if summary.scan.refs:
-            store = ArchiveStore(
-                thread.archive,
-                TaskContinuityConfig(),
-                readonly=True,
-                scope=scope_binding(self.user_id, summary.thread),
-            )
-        thread.view = HistoryView.open_scan(summary.scan, active, store, _Held(counts))
-        thread.counts = counts
-        if store is not None and thread.view.store is None:
-            store.close()  # nothing reachable: the view will not read it
+        if thread.view is None:
+            counts = self.counts(thread)
+            active = [s for s in thread.summary.active if counts[s.source_id]]
+            store = self.store(thread)
+            thread.view = HistoryView.open_scan(thread.summary.scan, active, store, _Held(counts))
         return thread.view
 
     def holds_every(self, thread: _Thread) -> bool:
-        """Whether some source of the thread holds every term (the tool's first tier).
+        """Whether some source of the thread may hold every term (the tool's first tier).
 
-        Asks the archive for one such source only, so a thread whose archive
-        holds the words apart costs one cheap probe, not a ranked search.
+        Asks the archive for one such source only, in the batches the line
+        references (a superset of those its view may read: the thread's own
+        search decides), so a thread whose archive holds the words apart
+        costs one cheap probe and no view.
         """
-        view = self.open(thread)
-        counts = thread.counts or {}
-        every = len(self.terms)
-        if any(
-            counts.get(s.source_id) == every and self.role in (None, s.role) for s in view.active
-        ):
-            return True
-        if view.store is None:
+        if thread.active[0]:  # else no active message can hold them all
+            counts = self.counts(thread)
+            every = len(self.terms)
+            if any(
+                counts[s.source_id] == every and self.role in (None, s.role)
+                for s in thread.summary.active
+            ):
+                return True
+        store = self.store(thread)
+        if store is None:
             return False
         try:
-            reachable = view.resolution.reachable
-            hits = view.store.search(
-                self.text, role=self.role, batch_ids=reachable, limit=1, partial=False
+            referenced = [ref.batch for ref in thread.summary.scan.refs]
+            hits = store.search(
+                self.text, role=self.role, batch_ids=referenced, limit=1, partial=False
             )
         except ArchiveError:
             return True  # the thread's own search then reports the damage
@@ -247,8 +264,13 @@ class _Query:
 
 def _close(threads: list[_Thread]) -> None:
     for thread in threads:
-        if thread.view is not None and thread.view.store is not None:
-            thread.view.store.close()
+        if thread.store is not None:
+            thread.store.close()
+
+
+def _holds_all(result: dict[str, Any]) -> bool:
+    """Whether the tool's result is of its first tier (a partial hit reads "some")."""
+    return any(item["matched"] == "all" for item in result["results"])
 
 
 def _group(summary: ThreadSummary, result: dict[str, Any]) -> dict[str, Any]:
@@ -329,7 +351,8 @@ def _search_all(
                     break
                 if every and len(terms) > 1 and not ask.holds_every(thread):
                     continue
-                if ask.search(thread)["results"]:
+                result = ask.search(thread)
+                if result["results"] and (not every or _holds_all(result)):
                     groups.append(thread)
     finally:
         _close(order)

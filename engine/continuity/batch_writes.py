@@ -80,12 +80,12 @@ def write_batch(
     created: str,
     max_batches: int,
     max_page_count: int,
-) -> tuple[CaptureResult, list[bytes]]:
+) -> tuple[CaptureResult, list[int]]:
     """Inside the caller's transaction: the batch this key already made, or a new one.
 
     A duplicate is protected from the retention pass that runs for it. Also
-    returns the new batch's tokens (none for a duplicate), which its term
-    filter and the archive's (archive_terms.py) are built from.
+    returns the hashes of the new batch's tokens (none for a duplicate), which
+    its term filter and the archive's (archive_terms.py) are built from.
     """
     done = existing(conn, batch_key)
     limits = {"max_batches": max_batches, "max_page_count": max_page_count}
@@ -103,10 +103,10 @@ def write_batch(
         truncated=batch.truncated,
     )
     # The filter holds the tokens FTS5 just indexed (read back in C, see term_filter).
-    tokens = term_filter.read_terms(conn, fts_table(batch_id))
-    bits = term_filter.build(tokens)
+    hashed = term_filter.hash_terms(term_filter.read_terms(conn, fts_table(batch_id)))
+    bits = term_filter.build_hashed(hashed, term_filter.size_for(len(hashed)))
     conn.execute("INSERT INTO term_filters (batch_id, bits) VALUES (?, ?)", (batch_id, bits))
-    return CaptureResult(batch_id, len(batch.sources), batch.omitted, batch.truncated), tokens
+    return CaptureResult(batch_id, len(batch.sources), batch.omitted, batch.truncated), hashed
 
 
 def estimate_bytes(sources: Sequence[Source], index: Sequence[str]) -> int:

@@ -200,6 +200,12 @@ def _chunks(
             yield group
 
 
+_NARROW = 4
+"""A probe asking at most this many of its group's tables names only those: preparing a
+statement connects every FTS5 table it names (~40 microseconds each on a fresh
+connection, as `--all` has), even one its flag switches off."""
+
+
 @lru_cache(maxsize=256)
 def _probe_sql(ids: tuple[int, ...]) -> str:
     # ?3, ?4, ...: one flag a table; a false flag is a constant condition,
@@ -221,6 +227,9 @@ def _probe(
 ) -> dict[int, list[int]]:
     """One statement over the `allowed` of `ids`; on failure, one per batch to find the broken."""
     found: dict[int, list[int]] = {}
+    asked = [b for b in ids if b in allowed]
+    if len(asked) <= _NARROW < len(ids):
+        ids = asked  # see _NARROW
     flags = [b in allowed for b in ids]
     try:
         sql = _probe_sql(tuple(ids))

@@ -241,7 +241,7 @@ class ArchiveStore:
                 conn.execute("BEGIN IMMEDIATE")
                 if self.scope is not None and self._bound is None:
                     self._bind(conn)
-                result, tokens = write_batch(
+                result, hashed = write_batch(
                     conn,
                     batch,
                     batch_key=batch_key,
@@ -249,7 +249,7 @@ class ArchiveStore:
                     max_batches=self.config.max_batches,
                     max_page_count=self.max_page_count,
                 )
-                terms = None if result.duplicate else self._archive_terms(conn, result, tokens)
+                terms = None if result.duplicate else self._archive_terms(conn, result, hashed)
                 conn.execute("COMMIT")
             except ArchiveUnavailableError as exc:
                 self._abort(conn)
@@ -267,7 +267,7 @@ class ArchiveStore:
         return result
 
     def _archive_terms(
-        self, conn: sqlite3.Connection, result: CaptureResult, tokens: list[bytes]
+        self, conn: sqlite3.Connection, result: CaptureResult, hashed: list[int]
     ) -> bytes | None:
         """The archive's new `history.terms` (written after the commit); None: leave it be.
 
@@ -278,7 +278,7 @@ class ArchiveStore:
         if scope is None:
             return None
         try:
-            return archive_terms.after_capture(conn, self.path, scope, result.batch_id, tokens)
+            return archive_terms.after_capture(conn, self.path, scope, result.batch_id, hashed)
         except (sqlite3.Error, OSError, ValueError):
             return None
 

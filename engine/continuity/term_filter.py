@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import time
 import zlib
 from collections import deque
 from collections.abc import Sequence
@@ -60,6 +61,7 @@ def read_terms(conn: sqlite3.Connection, table: str) -> list[bytes]:
         end = len(data) if end < 0 else end
         terms.extend(data[start:end].split(b" "))
         start = end + 1
+        time.sleep(0)  # hand the GIL over (see `build`)
     return terms
 
 
@@ -79,29 +81,55 @@ def max_bytes(index: Sequence[str]) -> int:
 def build(terms: Sequence[bytes], bits: int | None = None) -> bytes:
     """A one-hash bit filter over `terms`, 12 bits a term: about 8 % false "maybe".
 
-    `bits` fixes the size instead (a multiple of 8: archive_terms.py ORs
-    filters of one size together).
+    `bits` fixes the size instead (a multiple of 8). Its pages count against
+    the archive's ceiling (about 56 KiB for a batch of 256 records of 10,000
+    characters, 1.5 % of the batch), so it is kept small (at most 64 KiB: a
+    larger batch only reads "maybe" more often): a false "maybe" costs only
+    one probe of ~10 microseconds.
 
-    Its pages count against the archive's ceiling (about 56 KiB for a batch of
-    256 records of 10,000 characters, 1.5 % of the batch), so it is kept small
-    (at most 64 KiB: a larger batch only reads "maybe" more often): a false
-    "maybe" costs only one probe of ~10 microseconds.
+    Each batch's filter has its own size (its term count), so a term that
+    collides with a common word in one batch's filter does not in the next:
+    with one size for all, such a term would read "maybe" in every batch
+    holding that word.
+    """
+    return build_hashed(hash_terms(terms), _size(len(terms)) if bits is None else bits)
+
+
+def hash_terms(terms: Sequence[bytes]) -> list[int]:
+    """Each term's hash, once (a capture builds two filters from them: archive_terms.py)."""
+    hashed: list[int] = []
+    for at in range(0, len(terms), _CHUNK):
+        hashed.extend(map(zlib.crc32, terms[at : at + _CHUNK]))
+        time.sleep(0)  # hand the GIL over (see `build_hashed`)
+    return hashed
+
+
+def size_for(terms: int) -> int:
+    """The size, in bits, of the filter `build` makes for this many terms."""
+    return _size(terms)
+
+
+def build_hashed(hashed: Sequence[int], bits: int) -> bytes:
+    """The filter of `bits` bits over these term hashes (`hash_terms`).
 
     Bit `at` is bit `at & 7` of byte `at >> 3`. The bits are set one byte
     each by C iteration (no bytecode per term), a few thousand terms per
     call so no call holds the GIL for long, then packed eight to a byte with
-    big-integer shifts: byte k of every eighth byte goes to bit k.
+    big-integer shifts: byte k of every eighth byte goes to bit k. After each
+    call the GIL is handed over (`sleep(0)`): a thread waiting for it, the UI
+    loop above all, would otherwise wait out the switch interval, and longer
+    when both cores are busy.
     """
-    size = _size(len(terms)) if bits is None else bits
-    flags = bytearray(size)
+    flags = bytearray(bits)
     put = flags.__setitem__
-    for at in range(0, len(terms), _CHUNK):
-        chunk = terms[at : at + _CHUNK]
-        deque(map(put, map(size.__rmod__, map(zlib.crc32, chunk)), repeat(1)), maxlen=0)
+    for at in range(0, len(hashed), _CHUNK):
+        chunk = hashed[at : at + _CHUNK]
+        deque(map(put, map(bits.__rmod__, chunk), repeat(1)), maxlen=0)
+        time.sleep(0)
     packed = 0
     for bit in range(8):
         packed |= int.from_bytes(flags[bit::8], "little") << bit
-    return packed.to_bytes(size // 8, "little")
+    return packed.to_bytes(bits // 8, "little")
 
 
 def term_hash(term: fts.Term) -> int | None:
