@@ -19,7 +19,8 @@ import pytest
 from engine import events as ev
 from engine.config import TaskContinuityConfig
 from engine.continuity import archive_terms, fts
-from engine.continuity.across import _held, _term_patterns, search_all
+from engine.continuity.across import search_all
+from engine.continuity.active_terms import held, term_patterns
 from engine.continuity.extract import source_id
 from engine.continuity.records import Source
 from engine.continuity.status import archive_reference, scope_binding
@@ -282,7 +283,7 @@ def test_the_pattern_match_equals_the_token_match() -> None:
             continue
         folded = text.casefold()
         expected = fts.matched_terms(terms, set(fts.tokens(text)))
-        assert _held(folded, _term_patterns(terms)) == expected, (text, query)
+        assert held(folded, term_patterns(terms)) == expected, (text, query)
 
 
 def test_a_limit_keeps_the_newest_threads_and_counts_the_rest(env: Env) -> None:

@@ -22,7 +22,6 @@ counted (`threads_not_searched`), never silently dropped.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,9 +30,9 @@ from typing import Any
 from engine.collector import paused_gc
 from engine.config import TaskContinuityConfig
 from engine.continuity import archive_terms, fts, term_filter
+from engine.continuity.active_terms import Held, Pattern, held, term_patterns
 from engine.continuity.context import Snapshot
-from engine.continuity.records import Source
-from engine.continuity.search import ActiveIndex, HistoryView
+from engine.continuity.search import HistoryView
 from engine.continuity.status import STATUS_DETAIL, scope_binding
 from engine.continuity.store import ArchiveError, ArchiveStore, archive_path
 from engine.continuity.tools import search_result
@@ -54,67 +53,6 @@ def thread_ids(home: Path, user_id: str) -> list[str]:
     except OSError:
         return []
     return sorted(c.name for c in children if (c / LOG_NAME).is_file())
-
-
-Pattern = tuple[str, re.Pattern[str], bool]
-"""A term's text, a pattern finding it, and whether a word character may not precede it."""
-
-
-def _term_patterns(terms: list[fts.Term]) -> list[Pattern]:
-    """Per term, how to find it in casefolded text exactly where a token would be.
-
-    A word is a token only as a whole run of letters and digits (fts._TOKEN),
-    so it needs a boundary each side; a CJK bigram is a token wherever it
-    occurs, and a lone CJK character (a prefix term) starts one wherever it
-    occurs. So this decides a match without tokenizing the text. The
-    pattern starts with the term itself, so `re` finds candidates with its
-    literal scan; the boundary before is checked per candidate (a
-    look-behind first made every search try every position: 0.2 ms for 25 KB).
-    """
-    patterns: list[Pattern] = []
-    for term in terms:
-        text = re.escape(term.text)
-        if _is_cjk(term.text[0]):
-            patterns.append((term.text, re.compile(text), False))
-        else:
-            patterns.append((term.text, re.compile(f"{text}(?!{_WORD})"), True))
-    return patterns
-
-
-_WORD = r"[^\W_\u3400-\u9fff]"
-
-
-def _is_cjk(char: str) -> bool:
-    return "\u3400" <= char <= "\u9fff"
-
-
-def _found(text: str, term: str, pattern: re.Pattern[str], bounded: bool) -> bool:
-    if term not in text:  # most texts, decided at C speed
-        return False
-    for match in pattern.finditer(text):
-        at = match.start()
-        if not bounded or at == 0:
-            return True
-        before = text[at - 1]  # a word character is what `\w` is, less `_` and CJK
-        if not before.isalnum() or _is_cjk(before):
-            return True
-    return False
-
-
-def _held(text: str, patterns: list[Pattern]) -> int:
-    """How many terms a casefolded text holds as tokens."""
-    return sum(1 for term, pattern, bounded in patterns if _found(text, term, pattern, bounded))
-
-
-class _Held(ActiveIndex):
-    """The term counts of the active sources, found by pattern (no text is tokenized)."""
-
-    def __init__(self, counts: dict[str, int]) -> None:
-        super().__init__()
-        self.counts = counts
-
-    def matched(self, record: Source, terms: list[fts.Term]) -> int:
-        return self.counts.get(record.source_id, 0)
 
 
 @dataclass
@@ -175,8 +113,8 @@ def _summarized(
         return "its log was removed (skipped)"
     except OSError as exc:
         return f"{LOG_NAME}: unreadable ({exc.strerror or exc}) (skipped)"
-    held = _held("\n".join(summary.folded), patterns)
-    active = (held == len(patterns) and held > 0, held > 0)
+    count = held("\n".join(summary.folded), patterns)
+    active = (count == len(patterns) and count > 0, count > 0)
     archive = archive_path(directory)
     scope = scope_binding(user_id, thread_id)
     return _Thread(summary, archive, active, _archive_may(summary, archive, scope, hashes))
@@ -198,7 +136,7 @@ class _Query:
         if thread.counts is None:
             summary = thread.summary
             thread.counts = {
-                s.source_id: _held(folded, self.patterns)
+                s.source_id: held(folded, self.patterns)
                 for s, folded in zip(summary.active, summary.folded, strict=True)
             }
         return thread.counts
@@ -224,7 +162,7 @@ class _Query:
             counts = self.counts(thread)
             active = [s for s in thread.summary.active if counts[s.source_id]]
             store = self.store(thread)
-            thread.view = HistoryView.open_scan(thread.summary.scan, active, store, _Held(counts))
+            thread.view = HistoryView.open_scan(thread.summary.scan, active, store, Held(counts))
         return thread.view
 
     def holds_every(self, thread: _Thread) -> bool:
@@ -321,7 +259,7 @@ def _search_all(
 ) -> dict[str, Any]:
     ids = thread_ids(home, user_id)
     terms = fts.query_terms(query)
-    patterns = _term_patterns(terms)
+    patterns = term_patterns(terms)
     hashes = [term_filter.term_hash(t) for t in terms]
     ask = _Query(home, user_id, query, role, terms, patterns)
     problems: dict[str, str] = {}

@@ -45,10 +45,12 @@ def plant(home: Path, *, dated: bool = False) -> None:
             log.write_bytes(re.sub(rb'"ts":"[^"]*"', stamp, log.read_bytes()))
 
 
-async def search_everywhere(pilot: Pilot[Any]) -> SearchTab:
+async def search_everywhere(pilot: Pilot[Any], max_threads: int | None = None) -> SearchTab:
     await settle(pilot)  # the app's own thread is open
     await pilot.press("ctrl+o")
     await settle(pilot)
+    if max_threads is not None:
+        pilot.app.query_one(SearchTab).max_threads = max_threads
     await pilot.press("f2")  # Batches → Search
     await settle(pilot)
     await pilot.press("f3")  # the "All threads" switch
@@ -81,6 +83,18 @@ async def test_the_switch_groups_hits_by_thread_reads_one_and_opens_its_thread(
             pilot,
             lambda: app.runtime is not None and app.runtime.thread.id == "20250102-000000-mid",
         )
+
+
+async def test_an_answer_that_stopped_says_how_many_threads_were_not_searched(
+    app_factory: Any, tmp_path: Any
+) -> None:
+    plant(tmp_path / "home")
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        tab = await search_everywhere(pilot, max_threads=1)
+        assert [g["thread"] for g in tab.groups] == ["20250102-000000-mid"]
+        status = str(tab.query_one("#search-status").render())
+        assert "in 1 of" in status and "1 older thread not searched" in status
 
 
 def test_inspector_search_all_threads(snap_compare: Any, app_factory: Any, tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ Reader's `o` then switches the app to that thread.
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Any
 
 from textual import on, work
@@ -25,7 +26,7 @@ from textual.content import Content
 from textual.widgets import Input, Label, OptionList, Static, Switch
 from textual.widgets.option_list import Option
 
-from engine.continuity.across import search_all
+from engine.continuity.across import MAX_THREADS, search_all
 from engine.continuity.search import PAGE_CHARS
 from engine.safe_text import safe_text
 from tui.inspector import data
@@ -95,6 +96,8 @@ class SearchTab(InspectorTab):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.max_threads = MAX_THREADS
+        """Threads with matches an "All threads" answer holds (as `--max-threads`)."""
         self.query_text = ""
         self.results: list[dict[str, Any]] = []
         self.threads: list[str | None] = []
@@ -170,7 +173,8 @@ class SearchTab(InspectorTab):
         status = self.query_one("#search-status", Static)
         try:
             if everywhere:
-                result = await self.fetch_across(search_all, query)
+                limited = partial(search_all, max_threads=self.max_threads)
+                result = await self.fetch_across(limited, query)
             else:
                 result = await self.fetch(data.search, query)
         except Stale:
