@@ -9,8 +9,10 @@ archive, answers "certainly not in this archive" with one small read, so
 
 It holds a bit filter over every token of the archive's batches (two bits a
 token, from its CRC-32 as in the per-batch filters of term_filter.py; about
-2**19 bits, 0.5 % false "maybe" for a full archive) and the claims that make
-it safe to trust:
+2**19 bits, 0.5 % false "maybe" for a full archive), after it a copy of each
+present batch's own filter (a query of several words asks whether they may
+ever meet in one batch: a source holding them all lies in one), and the
+claims that make it safe to trust:
 
 - `present`: the batches, as (batch id, batch key), whose tokens are all
   in the bits;
@@ -30,10 +32,11 @@ The capture that commits a batch computes the new file inside its
 transaction (the old bits ORed with the new batch's tokens; rebuilt from
 every batch's FTS5 vocabulary when the old file does not cover the batches
 already there, or has filled past a third of its bits, mostly with words of
-batches evicted since) and writes it after
-the commit, atomically (a private temporary file renamed into place). A
-write that fails leaves the old file, whose claims still hold; deleting the
-file is always safe.
+batches evicted since) and writes it after the commit, atomically (a private
+temporary file renamed into place). A write that fails leaves the old file,
+whose claims still hold; deleting the file is always safe. The two parts
+(filter and claims; the batches' filters) each carry a CRC: a damaged first
+part is no file, a damaged second part only loses the per-batch answer.
 """
 
 from __future__ import annotations
