@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import OptionList
 
 from tests.test_search_all import made
 from tests.tui.conftest import settle, type_text, until
@@ -106,5 +107,41 @@ def test_inspector_search_all_threads(snap_compare: Any, app_factory: Any, tmp_p
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await search_everywhere(pilot)
+
+    assert snap_compare(app_factory(), terminal_size=SIZE, run_before=run_before)
+
+
+async def test_the_older_threads_an_answer_left_can_be_searched_from_the_list(
+    app_factory: Any, tmp_path: Any
+) -> None:
+    """The status says threads were left; the last row of the list searches them too."""
+    plant(tmp_path / "home")
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        tab = await search_everywhere(pilot, max_threads=1)
+        listing = tab.query_one("#search-results", OptionList)
+        last = listing.get_option_at_index(listing.option_count - 1)
+        assert last.id == "more" and "1 older thread" in str(last.prompt)
+        listing.highlighted = listing.option_count - 1
+        await pilot.press("enter")
+        await pilot.app.workers.wait_for_complete()
+        await until(pilot, lambda: len(tab.groups) == 2)
+        assert [g["thread"] for g in tab.groups] == ["20250102-000000-mid", "20250101-000000-old"]
+        status = str(tab.query_one("#search-status").render())
+        assert "in 2 of" in status and "not searched" not in status
+        assert tab.max_threads == 1  # the next query is limited again
+        last = listing.get_option_at_index(listing.option_count - 1)
+        assert last.id != "more"
+
+
+def test_inspector_search_all_threads_stopped(
+    snap_compare: Any, app_factory: Any, tmp_path: Path
+) -> None:
+    """An answer stopped at one thread with matches: the status says one older thread was
+    not searched, and the list's last row offers to search it too."""
+    plant(tmp_path / "home", dated=True)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await search_everywhere(pilot, max_threads=1)
 
     assert snap_compare(app_factory(), terminal_size=SIZE, run_before=run_before)

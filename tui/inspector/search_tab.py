@@ -9,7 +9,9 @@ source lives, and its id; Enter opens it in the Reader.
 The "All threads" switch (F3) searches every thread of the user instead
 (`engine.continuity.across`, read-only, in a worker): hits are grouped under
 each thread's title and date; Enter reads a hit from its own thread, and the
-Reader's `o` then switches the app to that thread.
+Reader's `o` then switches the app to that thread. An answer stops at
+`max_threads` threads with matches, like the CLI's; its last row then
+searches the older threads it left, so no thread is out of reach.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from tui.inspector.status_words import history_label
 from tui.inspector.tab import InspectorTab, Stale
 from tui.subcommands import local_time
 
+MORE = "more"
+"""The id of the row that searches the threads an "All threads" answer left."""
 SHOWN_CHARS = 240
 """Of the 600-character excerpt, the part around the match a result shows."""
 HELP = (
@@ -156,7 +160,7 @@ class SearchTab(InspectorTab):
         event.stop()
         self._start(event.value)
 
-    def _start(self, query: str) -> None:
+    def _start(self, query: str, *, older_too: bool = False) -> None:
         if not query.strip():
             self.query_one("#search-status", Static).update(
                 Content.styled("Type a word or a code to search for.", "$text-muted")
@@ -166,14 +170,16 @@ class SearchTab(InspectorTab):
         self.query_one("#search-status", Static).update(
             Content.styled(safe_text(f"Searching for “{query}”…"), "$text-muted")
         )
-        self.run_search(query, self.all_threads)
+        self.run_search(query, self.all_threads, 0 if older_too else self.max_threads)
 
     @work(exclusive=True, group="search", exit_on_error=False)
-    async def run_search(self, query: str, everywhere: bool = False) -> None:
+    async def run_search(
+        self, query: str, everywhere: bool = False, max_threads: int = MAX_THREADS
+    ) -> None:
         status = self.query_one("#search-status", Static)
         try:
             if everywhere:
-                limited = partial(search_all, max_threads=self.max_threads)
+                limited = partial(search_all, max_threads=max_threads)
                 result = await self.fetch_across(limited, query)
             else:
                 result = await self.fetch(data.search, query)
@@ -243,7 +249,9 @@ class SearchTab(InspectorTab):
             status.update(Content.assemble((line, "bold"), *problems))
             return
         count = sum(len(g["results"]) for g in groups)
-        head = f"{count} match{'' if count == 1 else 'es'} in {len(groups)} of {searched} threads"
+        plural = "" if searched == 1 else "s"
+        head = f"{count} match{'' if count == 1 else 'es'} in {len(groups)} of {searched}"
+        head += f" thread{plural} searched"
         left = int(result.get("threads_not_searched") or 0)
         more = f" · {left} older thread{'' if left == 1 else 's'} not searched" if left else ""
         parts = [(head, "bold"), (more, "$text-warning"), (" · Enter reads", "$text-muted")]
@@ -266,6 +274,10 @@ class SearchTab(InspectorTab):
                 options.append(Option(self._prompt(item, pattern), id=str(len(self.results))))
                 self.results.append(item)
                 self.threads.append(None if group["thread"] == own else group["thread"])
+        if left:
+            threads = f"{left} older thread{'' if left == 1 else 's'}"
+            options.append(None)
+            options.append(Option(Content.styled(f"Search the {threads} too", "$accent"), id=MORE))
         listing.add_options(options)
         listing.highlighted = 1
         if self.screen.focused is self.query_one(SearchBox):
@@ -294,6 +306,9 @@ class SearchTab(InspectorTab):
     @on(OptionList.OptionSelected, "#search-results")
     def _open(self, event: OptionList.OptionSelected) -> None:
         event.stop()
+        if event.option.id == MORE:
+            self._start(self.query_text, older_too=True)
+            return
         index = int(event.option.id or 0)
         if 0 <= index < len(self.results):
             item = self.results[index]
