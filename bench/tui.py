@@ -755,6 +755,11 @@ def run_child(
         REPORT_FD_ENV: str(wfd),
     }
     env.pop("TEXTUAL", None)
+    # Python's default, as on a user's machine: the first run caches each module's
+    # bytecode and later runs load it. With the variable set (this sandbox sets it)
+    # every launch compiled Trove's ~70 source modules again, about 100 ms the
+    # baseline (only site-packages, compiled at install) never paid.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     argv = [
         sys.executable,
         str(Path(__file__).resolve()),
