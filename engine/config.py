@@ -9,8 +9,9 @@ say one thing and check another.
 Validation is strict because a mistyped key that silently falls back to its default
 costs users far more time than an error does. Every problem becomes a ConfigError
 whose text is one line naming the file, the dotted key path and what was expected,
-so any front end can print it and exit 2 without a traceback. PyYAML is imported only
-when a file is read (engine.config_file), so a launch without a config file skips it.
+so any front end can print it and exit 2 without a traceback. A file is read by
+engine.config_file, imported only when there is one, and PyYAML only for a file
+beyond the plain subset nearly every config is written in (engine.config_plain).
 """
 
 from __future__ import annotations
