@@ -14,8 +14,9 @@ import asyncio
 import contextlib
 import difflib
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any, Literal, Protocol
+
+from msgspec import Struct
 
 from engine.events import CommandDone, CommandRun
 from engine.log import LogWriteError, SessionLog
@@ -31,8 +32,7 @@ class CommandError(Exception):
     """A command refused or failed; str(e) is the exact text the user sees."""
 
 
-@dataclass(frozen=True)
-class Command:
+class Command(Struct, frozen=True):
     name: str
     summary: str
     handler: Handler
@@ -41,8 +41,7 @@ class Command:
     show: Show = "result"
 
 
-@dataclass(frozen=True)
-class CommandResult:
+class CommandResult(Struct, frozen=True):
     name: str
     ok: bool
     text: str
@@ -54,8 +53,7 @@ class CommandResult:
         return not self.ok or self.show == "result"
 
 
-@dataclass(eq=False)  # each run is itself: two /help runs are two lifecycles
-class _Lifecycle:
+class _Lifecycle(Struct, eq=False):  # each run is itself: two /help runs are two lifecycles
     """One command run's `command/run` … `command/done`, as far as the log has it."""
 
     name: str

@@ -14,8 +14,9 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 from engine.events import CompactEnd, CompactStart, LogEvent, TurnEnd, TurnStart
 
@@ -24,23 +25,20 @@ if TYPE_CHECKING:
     from engine.log import SessionLog
 
 
-@dataclass(frozen=True)
-class LogAppended:
+class LogAppended(Struct, frozen=True):
     """An event reached the log (it is already durable)."""
 
     event: LogEvent
 
 
-@dataclass(frozen=True)
-class ReplyDelta:
+class ReplyDelta(Struct, frozen=True):
     """A fragment of the reply streaming in `turn`; the log gets the whole reply later."""
 
     turn: int
     text: str
 
 
-@dataclass(frozen=True)
-class QueuedPrompt:
+class QueuedPrompt(Struct, frozen=True):
     """A prompt waiting in the inbox, as a front end shows it."""
 
     id: int
@@ -48,8 +46,7 @@ class QueuedPrompt:
     placement: str
 
 
-@dataclass(frozen=True)
-class EngineState:
+class EngineState(Struct, frozen=True):
     """What runs now and what waits: a copy, safe to keep."""
 
     running_turn: int | None
@@ -57,22 +54,19 @@ class EngineState:
     queue: tuple[QueuedPrompt, ...]
 
 
-@dataclass(frozen=True)
-class StateChanged:
+class StateChanged(Struct, frozen=True):
     """The driver's state changed (a turn started or ended, the queue changed)."""
 
     state: EngineState
 
 
-@dataclass(frozen=True)
-class Failure:
+class Failure(Struct, frozen=True):
     """A failure the log could not record (the disk refused it); one line."""
 
     text: str
 
 
-@dataclass(frozen=True)
-class Retrying:
+class Retrying(Struct, frozen=True):
     """A request failed and is being tried again: attempt `attempt` of `attempts`."""
 
     attempt: int
@@ -83,8 +77,7 @@ class Retrying:
         return f"retrying ({self.attempt}/{self.attempts})…"
 
 
-@dataclass(frozen=True)
-class ModelStatus:
+class ModelStatus(Struct, frozen=True):
     """What the model client waits on before a request ("starting the offline model…");
     "" once it is over."""
 

@@ -19,7 +19,8 @@ lines when they come right before it (the usual case: typed while idle).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from engine.driver import Driver
 from engine.events import InboxQueued, LogEvent, SessionRewind, TurnStart, UserMessage
@@ -31,8 +32,7 @@ class RewindRefused(Exception):
     """Why a rewind cannot happen now; str(e) is the one line the user sees."""
 
 
-@dataclass(frozen=True)
-class RewindPoint:
+class RewindPoint(Struct, frozen=True):
     """One earlier prompt a rewind can go back to."""
 
     number: int

@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 import secrets
 import shutil
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+
+from msgspec import Struct
 
 from engine.events import (
     AssistantMessage,
@@ -54,8 +55,7 @@ def new_thread_id(now: datetime | None = None) -> str:
     return moment.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
 
 
-@dataclass(frozen=True)
-class ThreadInfo:
+class ThreadInfo(Struct, frozen=True):
     id: str
     path: Path
     modified: datetime
@@ -99,7 +99,7 @@ def _title(path: Path) -> str:
 def _verified(home: Path, user_id: str, info: ThreadInfo) -> ThreadInfo:
     """The thread's counts from a full read of its log (cached while the log is unchanged),
     or the one line that keeps it from loading."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from engine.thread_summary import summarize
 
@@ -178,8 +178,7 @@ def resume_hint(thread_id: str, *, home: Path, user_id: str) -> str:
     return "resume with: " + " ".join([*words, "--thread", thread_id])
 
 
-@dataclass
-class Thread:
+class Thread(Struct):
     """An open thread: its identity, directory and log.
 
     A writable thread holds the thread's writer lock until `close()`; one

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
-@dataclass(frozen=True)
-class Tool:
+class Tool(Struct, frozen=True):
     name: str
     description: str
     parameters: dict[str, Any]

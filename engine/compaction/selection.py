@@ -9,10 +9,11 @@ transaction needs: the selected span alone, or the whole surface.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import partial
 from itertools import islice
 from typing import TypeVar
+
+from msgspec import Struct
 
 from engine.offload import run_drained
 from engine.surface import Entry, Surface
@@ -20,8 +21,7 @@ from engine.surface import Entry, Surface
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(Struct, frozen=True):
     """A run of surface entries: its first and last seq, how many, and their price.
 
     `index` is where the run stood and `reshapes` the surface's reshape count
@@ -45,8 +45,7 @@ class Span:
         return surface.entries[self.index : self.index + self.count]
 
 
-@dataclass(frozen=True)
-class View:
+class View(Struct, frozen=True):
     """What selection reads of a surface, taken on the loop in constant time, so the
     passes over a long thread can run in a worker thread.
 

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Literal
 
-from msgspec import UNSET
+from msgspec import UNSET, Struct
 
 from engine.compaction.errors import CompactionCancelled, CompactionError, busy, not_started
 from engine.compaction.prompt import checkpoint_text, clean_summary
@@ -46,8 +45,7 @@ class InvalidRangeError(ValueError):
     """An explicit range that is not a compactable span; nothing was written."""
 
 
-@dataclass(frozen=True)
-class Region:
+class Region(Struct, frozen=True):
     """The three parameters that distinguish the entry points."""
 
     owner: int | None
@@ -57,8 +55,7 @@ class Region:
     """The span includes the open turn's own prompt (it alone exceeds the window)."""
 
 
-@dataclass(frozen=True)
-class CompactOutcome:
+class CompactOutcome(Struct, frozen=True):
     start: int
     checkpoint: int
     replaced: int

@@ -6,15 +6,15 @@ crash; the placement says whether it may steer a running turn.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, NewType
+
+from msgspec import Struct
 
 InboxItemId = NewType("InboxItemId", int)
 Placement = Literal["follow-up", "next-step"]
 
 
-@dataclass
-class InboxItem:
+class InboxItem(Struct):
     id: InboxItemId
     text: str
     waking: bool

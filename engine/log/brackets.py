@@ -7,7 +7,8 @@ here, from replay, not from process memory.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from engine.events import (
     CompactEnd,
@@ -20,8 +21,7 @@ from engine.events import (
 )
 
 
-@dataclass
-class TailState:
+class TailState(Struct):
     """What replay knows about open brackets, kept by one transition function.
 
     `open_turn` and `open_compact` are cleared by `session/end-seed`: whatever

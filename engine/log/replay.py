@@ -9,16 +9,16 @@ from __future__ import annotations
 import io
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from engine.collector import paused_gc
 from engine.events import LogEvent
 from engine.log.line_codec import decode_lines, parse_line
 
 
-@dataclass
-class LoadResult:
+class LoadResult(Struct):
     events: list[LogEvent]
     torn: str | None
     good_bytes: int

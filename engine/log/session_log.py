@@ -199,7 +199,8 @@ class SessionLog:
         self.control = control.replay(self.events, fresh)
         top = max((e.turn for e in everything if type(e) is TurnStart), default=0)
         fresh.last_turn = max(fresh.last_turn, top)
-        vars(self.tail).update(vars(fresh))
+        for name in fresh.__struct_fields__:
+            setattr(self.tail, name, getattr(fresh, name))
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Follow every appended event; the returned callable stops it (idempotent)."""

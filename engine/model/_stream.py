@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from msgspec import Struct, field
 
-@dataclass(frozen=True)
-class ToolCall:
+
+class ToolCall(Struct, frozen=True):
     """One tool call as the model sent it; ``arguments`` is the raw JSON text.
 
     Arguments stay unparsed so the tool layer can report malformed JSON from the
@@ -19,8 +19,7 @@ class ToolCall:
     arguments: str
 
 
-@dataclass(frozen=True)
-class Completion:
+class Completion(Struct, frozen=True):
     """The assembled result of one streamed request."""
 
     content: str
@@ -30,15 +29,13 @@ class Completion:
     model: str = ""
 
 
-@dataclass
-class _PartialCall:
+class _PartialCall(Struct):
     id: str = ""
     name: str = ""
     arguments: list[str] = field(default_factory=list)
 
 
-@dataclass
-class StreamReader:
+class StreamReader(Struct):
     """Folds streamed chunks into one completion, refusing shapes it cannot trust.
 
     A value of the wrong type raises ``TypeError`` here, which the client reports

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
+from msgspec import Struct
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -63,8 +64,7 @@ NARROW = 100
 narrow to read an archive page beside the chat."""
 
 
-@dataclass(frozen=True)
-class ChatSettings:
+class ChatSettings(Struct, frozen=True):
     """What the screen shows that does not come from the thread."""
 
     clock: Callable[[], float]
