@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct, field
 
 from engine.backend import Backend, choose_backend
 from engine.builtin_commands import register_builtins
@@ -115,8 +116,7 @@ def _continuity(config: Config, thread: Thread, surface: Surface) -> ContinuityC
     )
 
 
-@dataclass
-class Runtime:
+class Runtime(Struct):
     config: Config
     home: Path
     thread: Thread
@@ -128,7 +128,7 @@ class Runtime:
     port: Port
     notices: list[str] = field(default_factory=list)
     backend: Backend | None = None
-    _pending: Callable[[], None] | None = field(default=None, repr=False)
+    _pending: Callable[[], None] | None = None
     """The continuity wiring `assemble(defer_continuity=True)` left for `complete()`."""
 
     @property

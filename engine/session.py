@@ -7,8 +7,8 @@ the lifecycle evidence that makes anything left open before it stale.
 
 from __future__ import annotations
 
+import os
 import re
-import secrets
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,7 +52,7 @@ def thread_dir(home: Path, user_id: str, thread_id: str) -> Path:
 def new_thread_id(now: datetime | None = None) -> str:
     """Sortable by creation time, unique without coordination."""
     moment = now or datetime.now(UTC)
-    return moment.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+    return moment.strftime("%Y%m%d-%H%M%S-") + os.urandom(2).hex()
 
 
 class ThreadInfo(Struct, frozen=True):
