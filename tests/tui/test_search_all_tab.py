@@ -86,18 +86,6 @@ async def test_the_switch_groups_hits_by_thread_reads_one_and_opens_its_thread(
         )
 
 
-async def test_an_answer_that_stopped_says_how_many_threads_were_not_searched(
-    app_factory: Any, tmp_path: Any
-) -> None:
-    plant(tmp_path / "home")
-    app = app_factory()
-    async with app.run_test(size=SIZE) as pilot:
-        tab = await search_everywhere(pilot, max_threads=1)
-        assert [g["thread"] for g in tab.groups] == ["20250102-000000-mid"]
-        status = str(tab.query_one("#search-status").render())
-        assert "in 1 of" in status and "1 older thread not searched" in status
-
-
 def test_inspector_search_all_threads(snap_compare: Any, app_factory: Any, tmp_path: Path) -> None:
     """F3 and a search for the kite code: the switch on, "matches in 2 threads", each group
     under its thread's title and date (newest first: the one where the code came back in an
@@ -111,14 +99,17 @@ def test_inspector_search_all_threads(snap_compare: Any, app_factory: Any, tmp_p
     assert snap_compare(app_factory(), terminal_size=SIZE, run_before=run_before)
 
 
-async def test_the_older_threads_an_answer_left_can_be_searched_from_the_list(
+async def test_an_answer_that_stopped_says_so_and_its_last_row_searches_the_rest(
     app_factory: Any, tmp_path: Any
 ) -> None:
-    """The status says threads were left; the last row of the list searches them too."""
+    """The status says how many threads were left; the last row of the list searches them."""
     plant(tmp_path / "home")
     app = app_factory()
     async with app.run_test(size=SIZE) as pilot:
         tab = await search_everywhere(pilot, max_threads=1)
+        assert [g["thread"] for g in tab.groups] == ["20250102-000000-mid"]
+        status = str(tab.query_one("#search-status").render())
+        assert "in 1 of" in status and "1 older thread not searched" in status
         listing = tab.query_one("#search-results", OptionList)
         last = listing.get_option_at_index(listing.option_count - 1)
         assert last.id == "more" and "1 older thread" in str(last.prompt)
