@@ -253,7 +253,8 @@ class SearchTab(InspectorTab):
         head = f"{count} match{'' if count == 1 else 'es'} in {len(groups)} of {searched}"
         head += f" thread{plural} searched"
         left = int(result.get("threads_not_searched") or 0)
-        more = f" · {left} older thread{'' if left == 1 else 's'} not searched" if left else ""
+        older = f"{left} older thread{'' if left == 1 else 's'}"
+        more = f" · {older} not searched" if left else ""
         parts = [(head, "bold"), (more, "$text-warning"), (" · Enter reads", "$text-muted")]
         status.update(Content.assemble(*parts, *problems))
         pattern = terms_pattern(query)
@@ -275,9 +276,8 @@ class SearchTab(InspectorTab):
                 self.results.append(item)
                 self.threads.append(None if group["thread"] == own else group["thread"])
         if left:
-            threads = f"{left} older thread{'' if left == 1 else 's'}"
             options.append(None)
-            options.append(Option(Content.styled(f"Search the {threads} too", "$accent"), id=MORE))
+            options.append(Option(Content.styled(f"Search the {older} too", "$accent"), id=MORE))
         listing.add_options(options)
         listing.highlighted = 1
         if self.screen.focused is self.query_one(SearchBox):
