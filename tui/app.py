@@ -30,11 +30,13 @@ from engine.config import Config
 from engine.model import ModelClient
 from engine.runtime import Runtime
 from engine.session import list_threads, resume_hint
+from tui import code_lexers
 from tui.actions import app_actions
 from tui.clipboard import copy_text
 from tui.controller import ThreadController
 from tui.screens.chat import ChatScreen, ChatSettings
 from tui.startup import resume_collection
+from tui.widgets.chat_message import PastReply
 
 QUIT_WINDOW = 3.0
 """Seconds a first Ctrl+C on an empty prompt waits for the second that quits."""
@@ -133,6 +135,7 @@ class TroveApp(App[int]):
         so the first state sync does not rebuild it for nothing."""
         self._switches = 0
         """Thread switches a command asked for that have not happened yet."""
+        code_lexers.defer()  # a resumed thread's first frame must not wait for Pygments
         self._switch_notes: list[tuple[str, str]] = []
         self.resume_hint: str | None = None
         """`resume with: trove --thread ID` once the app quits in a thread with history."""
@@ -179,6 +182,10 @@ class TroveApp(App[int]):
         # The archive, tools and notes: not needed to draw, so wired after the first frame
         # (a request or compaction before that would wire them itself).
         self.call_after_refresh(lambda: self.set_timer(COMPLETE_AFTER, runtime.complete))
+        if code_lexers.deferring():
+            self.call_after_refresh(
+                lambda: self.set_timer(COMPLETE_AFTER, self._highlight_code, name="lexers")
+            )
         # After the first frames, not during them: the import competes for the GIL.
         self.set_timer(
             WARM_AFTER,
@@ -187,6 +194,21 @@ class TroveApp(App[int]):
 
     def detach_runtime(self, runtime: Runtime) -> None:
         self.chat.detach_runtime(runtime)
+
+    @work(thread=True, group="lexers", exit_on_error=False)
+    def _highlight_code(self) -> None:
+        """The lexers of the code drawn plain at start-up, built off the loop (tui.code_lexers);
+        then that code is drawn again, highlighted."""
+        try:
+            code_lexers.build_wanted()
+        finally:
+            self.call_from_thread(self._code_highlighted)
+
+    def _code_highlighted(self) -> None:
+        code_lexers.finish()
+        for reply in self.chat.query(PastReply):
+            if reply.plain_code:
+                reply.refresh(layout=True)
 
     async def _warm(self, runtime: Runtime) -> None:
         """Pay the model client's import before the first prompt, not on it."""
@@ -420,6 +442,7 @@ class TroveApp(App[int]):
         self.notify(copy_text(self, text, "the last reply"))
 
     async def on_unmount(self) -> None:
+        code_lexers.finish()  # whatever draws code after this app, draws it as Rich does
         self._note_resume()
         if self.threads is not None:
             await self.threads.close()

@@ -16,6 +16,7 @@ from textual.visual import Visual
 from textual.widgets import Static
 
 from engine.safe_text import safe_text
+from tui import code_lexers
 
 
 class UserMessage(Static):
@@ -58,14 +59,22 @@ class PastReply(Static):
     """
 
     def __init__(self, text: str, *, seq: int | None = None) -> None:
-        from rich.markdown import Markdown as RichMarkdown
+        from tui.widgets.replayed_markdown import ReplayedMarkdown
 
         text = safe_text(text)
-        super().__init__(RichMarkdown(text))
+        super().__init__(ReplayedMarkdown(text))
         self.text = text
         self.seq = seq
         self._drawn_lines: tuple[Any, list[Strip]] | None = None
         """The reply's lines and what they were rendered for (see `_reply_lines`)."""
+        self.plain_code = False
+        """Whether its lines hold a code block drawn plain while its lexer was being
+        built (tui.code_lexers): they are drawn again once it is."""
+
+    def _key(self, width: int) -> tuple[Any, ...]:
+        code = code_lexers.generation if self.plain_code else -1
+        style = self.visual_style
+        return (width, style, self.visual, self.highlight_link_id, self.screen._selecting, code)
 
     def _reply_lines(self, width: int) -> list[Strip] | None:
         """The reply rendered once per width, style and content, for both the layout's
@@ -76,14 +85,13 @@ class PastReply(Static):
         """
         if self.text_selection is not None:
             return None
-        visual = self.visual
-        style = self.visual_style
-        key = (width, style, visual, self.highlight_link_id, self.screen._selecting)
         cached = self._drawn_lines
-        if cached is not None and cached[0] == key:
+        if cached is not None and cached[0] == self._key(width):
             return cached[1]
-        lines = Visual.to_strips(self, visual, width, None, style)
-        self._drawn_lines = (key, lines)
+        plain_before = code_lexers.plain_drawn
+        lines = Visual.to_strips(self, self.visual, width, None, self.visual_style)
+        self.plain_code = code_lexers.plain_drawn != plain_before
+        self._drawn_lines = (self._key(width), lines)
         return lines
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:

@@ -1,0 +1,67 @@
+"""Pygments lexers for replayed replies, built off the UI loop: until then code is drawn plain.
+
+Pygments builds a lexer's class the first time one is made: for Python that is
+about 45 ms of regex compiling, paid by whichever frame first draws a
+```python block. On a resumed thread that frame is the first one, so the
+user waited for colours before they could type. While the app defers
+(`defer()`, from its start until `finish()`), a block whose lexer is not
+built yet is drawn as plain text in the same box (the same lines, so the
+layout does not move) and its lexer name is noted; the app builds the noted
+lexers in a worker thread after its first frames (`build_wanted`), then
+`finish()` bumps `generation` and the replies that drew a plain block draw
+again, highlighted. After that every block is highlighted as it is drawn,
+as Rich does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+_built: set[str] = {"text"}
+"""Lexer names (lower case) whose Pygments class is built, or that name none."""
+_wanted: set[str] = set()
+_deferring = False
+generation = 0
+"""Bumped by `finish()`: a reply that drew a plain block draws again when it changes."""
+plain_drawn = 0
+"""How many blocks were drawn plain: a reply compares it around its own drawing."""
+
+
+def defer() -> None:
+    """From now until `finish()`, a block whose lexer is not built is drawn plain."""
+    global _deferring
+    _deferring = True
+
+
+def deferring() -> bool:
+    return _deferring
+
+
+def waits_for(name: str) -> bool:
+    """Whether a block of this language is drawn plain now; notes it for `build_wanted`."""
+    global plain_drawn
+    name = name.lower()
+    if not _deferring or name in _built:
+        return False
+    _wanted.add(name)
+    plain_drawn += 1
+    return True
+
+
+def build_wanted() -> None:
+    """Build the lexers plain blocks asked for (in a worker thread: it holds no UI state)."""
+    from pygments.lexers import get_lexer_by_name  # type: ignore[import-untyped]
+    from pygments.util import ClassNotFound  # type: ignore[import-untyped]
+
+    for name in sorted(_wanted - _built):
+        with contextlib.suppress(ClassNotFound):  # Rich draws an unknown language plain too
+            get_lexer_by_name(name)  # the class's rules are compiled on the first instance
+        _built.add(name)
+
+
+def finish() -> None:
+    """Stop deferring (on the UI loop); replies with plain blocks then draw them again."""
+    global _deferring, generation
+    if _deferring:
+        _deferring = False
+        generation += 1
