@@ -156,3 +156,26 @@ def test_summaries_are_one_safe_line_and_the_full_view_is_bounded():
     )
     huge = full_text("x" * (MAX_CHARS * 5))
     assert len(huge) < MAX_CHARS + 200 and "more characters not shown" in huge
+
+
+async def test_a_click_on_the_call_line_toggles_the_block_and_one_below_it_does_not(
+    app_factory, server
+):
+    server.script(s.tool_calls([("task_note", {"key": "code", "content": NOTE})]), s.text("Ok."))
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.runtime.driver.send("remember the code")
+        await settle(pilot)
+        block = app.query_one(ToolBlock)
+        await pilot.click(ToolBlock, offset=(4, 0))
+        await pilot.pause()
+        assert not block.collapsed and block.has_focus
+        assert '  "status": "ok",' in screen_text(pilot)
+        await pilot.click(ToolBlock, offset=(4, 3))  # inside the expanded view
+        await pilot.pause()
+        assert not block.collapsed
+        await pilot.click(ToolBlock, offset=(4, 0))
+        await pilot.pause()
+        assert block.collapsed
+        assert '"status": "ok",' not in screen_text(pilot)
