@@ -65,7 +65,7 @@ def _rows(event: LogEvent, width: int) -> int:
     if isinstance(event, ev.UserMessage):
         text = event.text
     elif isinstance(event, ev.AssistantMessage):
-        text = (event.content or "") + "\n" * len(event.calls)
+        text = (event.content or "") + "\n\n" * len(event.calls)  # a tool block: two rows
     elif isinstance(event, ev.TurnEnd):
         return 2 if event.status in ("error", "cancelled") else 0
     else:
