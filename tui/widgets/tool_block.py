@@ -19,7 +19,10 @@ from __future__ import annotations
 from textual import events
 from textual.binding import Binding
 from textual.content import Content
+from textual.geometry import Size
 from textual.reactive import reactive
+from textual.strip import Strip
+from textual.visual import Visual
 from textual.widget import Widget
 
 from engine.safe_text import safe_text
@@ -69,6 +72,8 @@ class ToolBlock(Widget, can_focus=True):
         self._call = call_line(name, arguments)
         self._body: Content | None = None
         """The expanded view, made on first expansion (and again when the result changes)."""
+        self._drawn: tuple[tuple[object, ...], list[Strip]] | None = None
+        """The lines as last drawn and what they were drawn for (see `_lines`)."""
 
     def _pending(self) -> str:
         return "… running" if self._live else "… no result in the log"
@@ -114,30 +119,44 @@ class ToolBlock(Widget, can_focus=True):
             self._body = Content.assemble(
                 ("arguments", label),
                 "\n",
-                _indented(full_text(self.arguments or "{}")),
+                full_text(self.arguments or "{}"),
                 "\n",
                 ("result", label),
                 "\n",
-                _indented(result),
+                result,
             )
         return self._body
 
-    def render(self) -> Content:
-        arrow = _COLLAPSED if self.collapsed else _EXPANDED
-        title = Content.styled(f"{arrow} {self._call} ", self.get_visual_style("tool-block--title"))
+    def _lines(self, width: int) -> list[Strip]:
+        """The block drawn at `width`, once per width, state and style: the call on one
+        line (cut at the width, as a title), the summary and the full view indented by
+        two cells on every line they wrap to."""
+        title_style = self.get_visual_style("tool-block--title")
         line = self.result_line()
         kind = "tool-block--error" if line.startswith("✗") else "tool-block--summary"
-        summary = Content.styled(_indented(line, 2), self.get_visual_style(kind))
-        if self.collapsed:
-            return Content.assemble(title, "\n", summary)
-        return Content.assemble(title, "\n", summary, "\n", _indented_content(self._full(), 2))
+        summary_style = self.get_visual_style(kind)
+        style = self.visual_style
+        key = (width, self.collapsed, line, title_style, summary_style, style, self._body)
+        if self._drawn is not None and self._drawn[0] == key:
+            return self._drawn[1]
+        arrow = _COLLAPSED if self.collapsed else _EXPANDED
+        title = Content.styled(f"{arrow} {self._call} ", title_style)
+        lines = Visual.to_strips(self, title, width, 1, style)
+        inner = Content.styled(line, summary_style)
+        if not self.collapsed:
+            inner = Content.assemble(inner, "\n", self._full())
+        pad = Strip.blank(2, style.rich_style)
+        indented = Visual.to_strips(self, inner, max(1, width - 2), None, style)
+        lines.extend(Strip.join([pad, strip]) for strip in indented)
+        self._drawn = (key, lines)
+        return lines
 
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self._lines(width)) if width else 2
 
-def _indented(text: str, by: int = 0) -> str:
-    pad = " " * by
-    return "\n".join(pad + line for line in text.split("\n"))
-
-
-def _indented_content(content: Content, by: int) -> Content:
-    pad = " " * by
-    return Content("\n").join(Content(pad) + line for line in content.split("\n"))
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        lines = self._lines(width)
+        if 0 <= y < len(lines):
+            return lines[y].extend_cell_length(width, self.visual_style.rich_style)
+        return Strip.blank(width, self.visual_style.rich_style)
