@@ -70,8 +70,9 @@ class ToolBlock(Widget, can_focus=True):
         self.result: str | None = None
         self._live = live
         self._call = call_line(name, arguments)
-        self._body: Content | None = None
-        """The expanded view, made on first expansion (and again when the result changes)."""
+        self._body: tuple[object, Content] | None = None
+        """The expanded view and the label style it was made with: made on first expansion,
+        again when the result or the theme changes."""
         self._drawn: tuple[tuple[object, ...], list[Strip]] | None = None
         """The lines as last drawn and what they were drawn for (see `_lines`)."""
 
@@ -106,26 +107,23 @@ class ToolBlock(Widget, can_focus=True):
     def on_blur(self, event: events.Blur) -> None:
         self.refresh()
 
+    def _shown(self) -> tuple[str, str]:
+        """The arguments and the result as the expanded view shows them (bounded)."""
+        result = full_text(self.result) if self.result is not None else self._pending()
+        return full_text(self.arguments or "{}"), result
+
     def body_text(self) -> str:
         """The expanded view's text: arguments, then the result (bounded)."""
-        parts = ["arguments", full_text(self.arguments or "{}"), "result"]
-        parts.append(full_text(self.result) if self.result is not None else self._pending())
-        return "\n".join(parts)
+        arguments, result = self._shown()
+        return "\n".join(["arguments", arguments, "result", result])
 
     def _full(self) -> Content:
-        if self._body is None:
-            result = full_text(self.result) if self.result is not None else self._pending()
-            label = self.get_visual_style("tool-block--label")
-            self._body = Content.assemble(
-                ("arguments", label),
-                "\n",
-                full_text(self.arguments or "{}"),
-                "\n",
-                ("result", label),
-                "\n",
-                result,
-            )
-        return self._body
+        label = self.get_visual_style("tool-block--label")
+        if self._body is None or self._body[0] != label:
+            arguments, result = self._shown()
+            labelled = (("arguments", label), "\n", arguments, "\n", ("result", label))
+            self._body = (label, Content.assemble(*labelled, "\n", result))
+        return self._body[1]
 
     def _lines(self, width: int) -> list[Strip]:
         """The block drawn at `width`, once per width, state and style: the call on one
