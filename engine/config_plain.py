@@ -79,19 +79,20 @@ def parse_plain(text: str) -> dict[str, object] | None:
     """
     try:
         return _parse(text)
-    except (_NotPlain, RecursionError):
+    except _NotPlain:
         return None
 
 
 def _parse(text: str) -> dict[str, object] | None:
-    if not _PRINTABLE.fullmatch(text) or "\r" in text.replace("\r\n", "\n"):
+    lines = text.replace("\r\n", "\n")
+    if not _PRINTABLE.fullmatch(lines) or "\r" in lines:
         raise _NotPlain  # tabs, other controls, non-ASCII text, a lone CR
     root: dict[str, object] = {}
     # Open mappings, innermost last: (indent of their keys, the mapping).
     stack: list[tuple[int, dict[str, object]]] = [(0, root)]
     pending: tuple[int, dict[str, object], str] | None = None
     """A `key:` with nothing after it: a nested mapping if deeper lines follow, else null."""
-    for line in text.replace("\r\n", "\n").split("\n"):
+    for line in lines.split("\n"):
         if _COMMENT.fullmatch(line):
             continue
         found = _LINE.fullmatch(line)
@@ -104,10 +105,8 @@ def _parse(text: str) -> dict[str, object] | None:
             pending = None
             if indent > above:  # the first key of a nested mapping fixes its indent
                 child: dict[str, object] = {}
-                parent[name] = child
+                parent[name] = child  # else it stays null, as set when it was read
                 stack.append((indent, child))
-            else:
-                parent[name] = None
         while stack and indent < stack[-1][0]:
             stack.pop()
         if not stack or indent != stack[-1][0]:
