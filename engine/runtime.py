@@ -180,6 +180,7 @@ class Runtime(Struct):
         backend: Backend | None = None,
         front_end: FrontEnd | None = None,
         defer_continuity: bool = False,
+        surface: Surface | None = None,
     ) -> Runtime:
         """Build the runtime around an opened thread (cheap: no file I/O).
 
@@ -193,6 +194,9 @@ class Runtime(Struct):
         part of a launch) is wired by `complete()`: a front end's first frame
         needs none of it. Until then the turn hooks and the capture complete
         it themselves, so no request or compaction can run without it.
+
+        `surface`, if given, is `Surface.from_events(thread.log.events)` built
+        off the loop by whoever opened the thread, with nothing appended since.
         """
         if model is not None:
             client = model
@@ -207,7 +211,8 @@ class Runtime(Struct):
         # its own chat template supplies when the request carries none.
         local = backend is not None and backend.kind == "local"
         system_prompt = "" if local else SYSTEM_PROMPT
-        surface = Surface.from_events(thread.log.events)
+        if surface is None:
+            surface = Surface.from_events(thread.log.events)
         deferred: Callable[[], None] | None = None
         compaction = CompactService(client, config.compaction, context_window=window)
         port = Port()

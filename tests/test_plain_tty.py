@@ -3,12 +3,15 @@ while a reply runs is acknowledged with its place in the queue (issue 12, item 1
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pty
 import re
 import select
+import struct
 import subprocess
 import sys
+import termios
 import time
 
 import pytest
@@ -24,14 +27,16 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
 
 
 class Terminal:
-    """`trove --plain` on the slave side of a pty; the test reads and types on the master."""
+    """`trove --plain` (or `trove` with `args`) on the slave side of a pty; the test reads
+    and types on the master."""
 
-    def __init__(self, env: Env) -> None:
+    def __init__(self, env: Env, *args: str) -> None:
         self.master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
         environ = _clean_env() | {"TERM": "xterm", "COLUMNS": "100", "LINES": "30"}
         environ["PROMPT_TOOLKIT_NO_CPR"] = "1"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tui.cli", "--plain", *env.common],
+            [sys.executable, "-m", "tui.cli", *(args or ("--plain",)), *env.common],
             stdin=slave,
             stdout=slave,
             stderr=slave,

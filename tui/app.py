@@ -15,7 +15,7 @@ import gc
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import events, work
 from textual.app import App, SystemCommand
@@ -37,6 +37,9 @@ from tui.controller import ThreadController
 from tui.screens.chat import ChatScreen, ChatSettings
 from tui.startup import resume_collection
 from tui.widgets.chat_message import PastReply
+
+if TYPE_CHECKING:
+    from tui.opening import Opening
 
 QUIT_WINDOW = 3.0
 """Seconds a first Ctrl+C on an empty prompt waits for the second that quits."""
@@ -110,8 +113,11 @@ class TroveApp(App[int]):
         new_thread_id: str | None = None,
         config_label: str | None = None,
         backend: Backend | None = None,
+        early: Opening | None = None,
     ) -> None:
         super().__init__()
+        self._early = early
+        """`thread_id`'s open, begun before the app (tui.opening); claimed when it opens."""
         self.config = config
         self.home = home
         self.start_thread = thread_id
@@ -163,7 +169,11 @@ class TroveApp(App[int]):
             model=self.model_override,
             backend=self.backend,
         )
-        problem = await self.threads.open_first(self.start_thread, self.new_thread_id)
+        early = self._early
+        opening = early if early is not None and early.claim() else None
+        problem = await self.threads.open_first(
+            self.start_thread, self.new_thread_id, opening=opening
+        )
         if problem is not None:
             self.call_after_refresh(self._cannot_open, problem)
 

@@ -1,16 +1,14 @@
 """Which thread the app shows: opening, switching and closing its Runtime.
 
-The blocking part of opening a thread (replay, recovery) runs in a worker
-thread; the old Runtime is closed only once the new thread has opened, so
+The blocking part of opening a thread (replay, recovery, its surface) runs in its own
+OS thread (tui.opening); the old Runtime is closed only once the new thread has opened, so
 a thread that cannot be opened changes nothing. The view follows through
 the `attach` and `detach` callbacks the app gives.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 
 from engine.backend import Backend
@@ -18,8 +16,10 @@ from engine.commands import FrontEnd
 from engine.config import Config
 from engine.log import LogCorruptError
 from engine.model import ModelClient
-from engine.runtime import Runtime, open_thread
+from engine.runtime import Runtime
 from engine.session import Thread, ThreadNotFoundError
+from engine.surface import Surface
+from tui.opening import Opening
 
 
 class ThreadController:
@@ -43,16 +43,19 @@ class ThreadController:
         self.backend = backend
         self.runtime: Runtime | None = None
 
-    async def _load(self, thread_id: str | None, new_id: str | None = None) -> Thread:
-        return await asyncio.to_thread(
-            partial(open_thread, view_if_locked=True), self.config, self.home, thread_id, new_id
-        )
+    async def _load(
+        self, thread_id: str | None, new_id: str | None = None
+    ) -> tuple[Thread, Surface | None]:
+        opening = Opening(self.config, self.home, thread_id, new_id)
+        opening.claim()
+        return await _opened(opening)
 
-    def _start(self, thread: Thread) -> None:
+    def _start(self, thread: Thread, surface: Surface | None = None) -> None:
         runtime = Runtime.assemble(
             self.config,
             self.home,
             thread,
+            surface=surface,
             model=self.model,
             backend=self.backend,
             front_end=self.front_end,
@@ -61,27 +64,37 @@ class ThreadController:
         self.runtime = runtime
         self._on_open(runtime)
 
-    async def open_first(self, thread_id: str | None, new_id: str | None = None) -> str | None:
-        """Open the thread asked for; when its log cannot be opened, say why (the
-        returned text) and open a new thread instead: the old one stays as it is on disk."""
+    async def open_first(
+        self,
+        thread_id: str | None,
+        new_id: str | None = None,
+        *,
+        opening: Opening | None = None,
+    ) -> str | None:
+        """Open the thread asked for (or take its open, begun earlier: `opening`); when
+        its log cannot be opened, say why (the returned text) and open a new thread
+        instead: the old one stays as it is on disk."""
         problem = None
         try:
-            thread = await self._load(thread_id, new_id)
+            if opening is not None:
+                thread, surface = await _opened(opening)
+            else:
+                thread, surface = await self._load(thread_id, new_id)
         except (LogCorruptError, ThreadNotFoundError) as exc:
-            thread = await asyncio.to_thread(open_thread, self.config, self.home, None)
+            thread, surface = await self._load(None)
             problem = str(exc)
-        self._start(thread)
+        self._start(thread, surface)
         return problem
 
     async def switch(self, thread_id: str | None) -> str | None:
         """Open another thread (or a new one), then close this one; its queue stays in its
         log. When the other thread cannot be opened, nothing changes: returns why."""
         try:
-            thread = await self._load(thread_id)
+            thread, surface = await self._load(thread_id)
         except (LogCorruptError, ThreadNotFoundError, OSError) as exc:
             return str(exc)
         await self.close()
-        self._start(thread)
+        self._start(thread, surface)
         return None
 
     async def close(self) -> None:
@@ -89,3 +102,8 @@ class ThreadController:
             runtime, self.runtime = self.runtime, None
             self._on_close(runtime)
             await runtime.aclose()
+
+
+async def _opened(opening: Opening) -> tuple[Thread, Surface | None]:
+    thread = await opening.thread()
+    return thread, opening.surface(thread)

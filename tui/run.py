@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.backend import Backend
 from engine.config import Config
+
+if TYPE_CHECKING:
+    from tui.opening import Opening
 
 
 def run_tui(
@@ -29,6 +33,29 @@ def run_tui(
 
 
 def _run(config: Config, home: Path, *, thread_id: str | None, backend: Backend | None) -> int:
+    early = None
+    if thread_id is not None:
+        from tui.opening import Opening
+
+        early = Opening(config, home, thread_id)  # beside the app's imports and start-up
+    try:
+        return _run_app(config, home, thread_id=thread_id, backend=backend, early=early)
+    finally:
+        if early is not None:
+            early.discard()
+
+
+def _run_app(
+    config: Config,
+    home: Path,
+    *,
+    thread_id: str | None,
+    backend: Backend | None,
+    early: Opening | None,
+) -> int:
+    import logging
+
+    from textual.logging import TextualHandler
     from textual.theme import BUILTIN_THEMES
 
     from engine.config import ConfigError
@@ -40,16 +67,13 @@ def _run(config: Config, home: Path, *, thread_id: str | None, backend: Backend 
             f"{config.source or 'config'}: ui.theme: expected one of {names}, "
             f"got {config.ui.theme!r}"
         )
-    import logging
-
-    from textual.logging import TextualHandler
 
     # Engine warnings (an isolated listener failure) go to Textual's log, not
     # onto the screen through stderr.
     engine_logger = logging.getLogger("trove")
     engine_logger.addHandler(TextualHandler())
     engine_logger.propagate = False
-    app = TroveApp(config, home, thread_id=thread_id, backend=backend)
+    app = TroveApp(config, home, thread_id=thread_id, backend=backend, early=early)
     result = app.run()
     if app.resume_hint is not None:
         print(app.resume_hint)
