@@ -615,14 +615,47 @@ SCENARIOS: dict[str, Callable[[Any, bool, argparse.Namespace], Awaitable[None]]]
 }
 
 
+def _when_imported(name: str, patch: Callable[[Any], None]) -> None:
+    """Run `patch` on module `name` as soon as it is first imported.
+
+    The child must not import Textual itself to hook the app's `run`: a user's
+    `trove` imports it when its own start-up gets there, and work Trove starts
+    before that (the early open of `--thread`) would otherwise be measured
+    starting after a Textual import it never waits for.
+    """
+    import importlib.abc
+    import importlib.util
+
+    if name in sys.modules:
+        patch(sys.modules[name])
+        return
+
+    class Hook(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+            if fullname != name:
+                return None
+            sys.meta_path.remove(self)
+            spec = importlib.util.find_spec(fullname)
+            loader: Any = spec.loader if spec is not None else None
+            if loader is None:
+                return spec
+            exec_module = loader.exec_module
+
+            def run(module: Any) -> None:
+                exec_module(module)
+                patch(module)
+
+            loader.exec_module = run
+            return spec
+
+    sys.meta_path.insert(0, Hook())
+
+
 def child_main(args: argparse.Namespace, rest: Sequence[str]) -> int:
     """Run Trove (via tui.cli) or the bare app with an autopilot that measures."""
     try:
-        from textual.app import App
-
         trove = args.child_app == "trove"
         scenario = SCENARIOS[args.child]
-        original = App.run
 
         async def autopilot(pilot: Pilot[Any]) -> None:
             try:
@@ -632,11 +665,16 @@ def child_main(args: argparse.Namespace, rest: Sequence[str]) -> int:
                 pilot.app.exit()
                 raise
 
-        def run(self: App[Any], **kw: Any) -> Any:
-            kw.setdefault("auto_pilot", autopilot)
-            return original(self, **kw)
+        def hook_run(module: Any) -> None:
+            original = module.App.run
 
-        App.run = run  # type: ignore[method-assign]
+            def run(self: Any, **kw: Any) -> Any:
+                kw.setdefault("auto_pilot", autopilot)
+                return original(self, **kw)
+
+            module.App.run = run
+
+        _when_imported("textual.app", hook_run)
         if trove:
             from tui.cli import main
 
