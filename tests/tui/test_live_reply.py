@@ -46,3 +46,44 @@ async def test_a_finished_reply_is_one_widget_drawn_like_a_resumed_one(app_facto
         await pilot.pause()
         assert resumed.size == reply.size
         assert drawn(resumed) == live
+
+
+async def test_a_long_reply_is_rendered_whole_off_the_loop_once_it_ends(
+    app_factory, server, monkeypatch
+):
+    """The end of a reply renders the whole text again (as a resumed one is drawn); for a
+    long reply that took tens of milliseconds of the UI loop, so it runs in a worker thread
+    and the loop only installs the lines: drawing the reply afterwards renders nothing."""
+    import threading
+
+    from tui.widgets import assistant_message
+
+    made: list[tuple[str, list]] = []
+    real = assistant_message._render_whole
+
+    def spy(*args):
+        source, lines = real(*args)
+        made.append((threading.current_thread().name, lines))
+        return source, lines
+
+    monkeypatch.setattr(assistant_message, "_render_whole", spy)
+    text = "\n\n".join(f"Paragraph {i}: " + "word " * 60 for i in range(40))
+    server.script(s.text(text))
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        await say(pilot, "a long one")
+        (reply,) = app.query(AssistantMessage)
+        [(thread_name, lines)] = made
+        assert thread_name != threading.main_thread().name
+        assert reply._drawn_lines is not None and reply._drawn_lines[1] is lines
+        reply.refresh(layout=True)
+        await pilot.pause()
+        assert reply._drawn_lines[1] is lines  # the layout and the drawing used them as made
+        assert len(lines) == reply.size.height
+        assert any("Paragraph 39" in line.text for line in lines[-6:])
+        resumed = PastReply(text)
+        await app.query_one("Transcript").mount(resumed)
+        await pilot.pause()
+        assert resumed.size == reply.size
+        assert drawn(resumed) == drawn(reply)

@@ -9,7 +9,9 @@ parsed and rendered again each frame, once, for both the layout's measure
 and the drawing. The widget's height is a count of lines, no child is ever
 mounted, and a frame costs one layout. Once the log holds the reply, it
 shows the log's text rendered exactly as a reply replayed from the log
-(`PastReply`) is, so live and resumed replies look the same.
+(`PastReply`) is, so live and resumed replies look the same; that one
+render of the whole text runs in a worker thread while the streamed lines
+stay on screen, so a long reply's end does not hold the loop.
 
 Imported on the first reply, not at launch. The text shown (and copied) is
 the reply made terminal-safe; an escape sequence split across deltas is held
@@ -259,14 +261,36 @@ class AssistantMessage(PastReply):
             if self._pending:
                 self._show_pending()
             await self._next_frame()
+        # The whole reply is parsed and rendered once more, off the loop: a long one
+        # takes tens of milliseconds, and the streamed lines stay on screen meanwhile.
+        width, style = self.size.width, self.visual_style
+        if self.is_mounted and width:
+            source, lines = await asyncio.to_thread(_render_whole, self, text, width, style)
+        else:
+            source, lines = RichMarkdown(text), None
         self.text = text
         self._runs.clear()
         self._open = ""
         self._open_source = None
         self._streaming = False
         self._lines = _StreamLines()
-        self.update(RichMarkdown(text))
+        self.update(source)
+        if lines is not None and self.size.width == width and self.visual_style == style:
+            self.plain_code = False
+            self._drawn_lines = (self._key(width), lines)
         if cancelled:
             self.add_class("-cancelled")
         if interrupted:
             self.add_class("-interrupted")
+
+
+def _render_whole(
+    reply: AssistantMessage, text: str, width: int, style: VisualStyle
+) -> tuple[RichMarkdown, list[Strip]]:
+    """A finished reply parsed and rendered as `PastReply` draws it, in a worker thread.
+
+    Only reads the widget (its app's console); the loop installs the lines if
+    the width and style they were made for still hold.
+    """
+    source = RichMarkdown(text)
+    return source, Visual.to_strips(reply, visualize(reply, source), width, None, style)
