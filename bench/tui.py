@@ -1186,7 +1186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="10000,100000",
         help="comma-separated message counts of the resumed threads (the first is also scrolled)",
     )
-    parser.add_argument("--big-runs", type=int, default=3, help="resume runs per size (median)")
+    parser.add_argument("--big-runs", type=int, default=5, help="resume runs per size (median)")
     parser.add_argument(
         "--load-budget",
         type=float,
