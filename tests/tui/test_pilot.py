@@ -276,6 +276,44 @@ async def test_transcript_window_stays_bounded_both_ways(app_factory, monkeypatc
         assert transcript.is_anchored
 
 
+async def test_the_earlier_row_loads_on_a_click_and_on_enter(app_factory, monkeypatch, tmp_path):
+    """The row at the top of a resumed long thread answers the mouse and the keyboard."""
+    import tui.widgets.transcript as transcript_module
+    from engine.session import Thread
+    from tui.widgets.load_button import LoadButton
+
+    monkeypatch.setattr(transcript_module, "CHUNK", 30)
+    thread = Thread.create(tmp_path / "home", "local", "t-long")
+    for n in range(100):
+        thread.log.append(ev.UserMessage(text=f"message {n}"))
+    thread.close()
+    app = app_factory()
+    app.start_thread = "t-long"
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        transcript = app.query_one(transcript_module.Transcript)
+
+        def first() -> str:
+            return transcript._content()[0].text
+
+        assert first() == "message 71"  # the newest 30 events, one of them the end-seed
+        row = transcript.query_one("#load-earlier", LoadButton)
+        assert "71 earlier events" in str(row.render())
+        transcript.scroll_home(animate=False)
+        await pilot.pause()
+        await pilot.click(row)
+        await settle(pilot)
+        assert first() == "message 41"
+        assert "41 earlier events" in str(row.render())
+        row.focus()
+        await pilot.press("enter")
+        await settle(pilot)
+        assert first() == "message 11"
+        await pilot.press("space")
+        await settle(pilot)
+        assert first() == "message 0" and not transcript.query("#load-earlier")
+
+
 async def test_a_corrupt_thread_opens_a_new_one_with_a_notice(app_factory, tmp_path):
     from engine.session import Thread
 

@@ -167,3 +167,27 @@ def test_steer_in_the_queue_strip(snap_compare, app_factory, server):
         await pilot.pause()
 
     assert snap_compare(app_factory(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_a_long_thread_resumed_then_scrolled_to_the_top(snap_compare, app_factory, tmp_path):
+    """A resumed thread of 200 exchanges, scrolled up to the top of what is loaded: the
+    one-line bold row "▲ 251 earlier events — click to load" above the oldest loaded
+    reply ("Answer 125: **nothing** yet."), questions with their left border and replies
+    alternating below, the scrollbar at the top; the context gauge is red at 110 % (the
+    400 messages are more than the scripted model's window)."""
+    from engine.session import Thread
+
+    thread = Thread.create(tmp_path / "home", "local", "t-long")
+    for n in range(200):
+        thread.log.append(ev.UserMessage(text=f"Question {n}: what changed?"))
+        thread.log.append(ev.AssistantMessage(content=f"Answer {n}: **nothing** yet."))
+    thread.close()
+    app = app_factory()
+    app.start_thread = "t-long"
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        app.query_one("Transcript").scroll_home(animate=False)
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

@@ -18,13 +18,13 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.geometry import Size
 from textual.widget import Widget
-from textual.widgets import Button
 from textual.worker import Worker
 
 from engine import events as ev
 from engine.events import LogEvent
 from tui.widgets.chat_message import Notice, PastReply, UserMessage
 from tui.widgets.checkpoint_block import CheckpointBlock
+from tui.widgets.load_button import LoadButton
 from tui.widgets.new_output import NewOutputMarker
 from tui.widgets.tool_block import ToolBlock
 
@@ -71,14 +71,6 @@ def _rows(event: LogEvent, width: int) -> int:
     else:
         return 0
     return 1 + sum(1 + len(line) // width for line in text.split("\n"))
-
-
-class LoadButton(Button):
-    """Loads more of the log into the window (earlier at the top, newer at the bottom)."""
-
-    DEFAULT_CSS = """
-    LoadButton { width: 100%; height: 1; border: none; min-width: 0; margin: 0; }
-    """
 
 
 class Transcript(VerticalScroll):
@@ -492,13 +484,12 @@ class Transcript(VerticalScroll):
         elif newer is not None:
             newer.remove()
 
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        if isinstance(event.button, LoadButton):
-            event.stop()
-            if event.button.id == "load-earlier":
-                self.load_earlier()
-            else:
-                self.load_newer()
+    def on_load_button_pressed(self, event: LoadButton.Pressed) -> None:
+        event.stop()
+        if event.button.id == "load-earlier":
+            self.load_earlier()
+        else:
+            self.load_newer()
 
     @property
     def following(self) -> bool:
