@@ -68,8 +68,9 @@ class Opening:
             # The surface too (a 100k-message thread's is ~80 ms): off the loop, and
             # nothing can append to the log before the owner has it.
             self._surface = (Surface.from_events(thread.log.events), len(thread.log.events))
-        finally:
-            self._future.set_result(thread)
+        except Exception:  # noqa: BLE001 - built again on the loop, which reports the problem
+            self._surface = None
+        self._future.set_result(thread)
 
     def claim(self) -> bool:
         """Become the owner of the opened thread (False: someone already did)."""

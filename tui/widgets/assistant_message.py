@@ -264,10 +264,11 @@ class AssistantMessage(PastReply):
         # The whole reply is parsed and rendered once more, off the loop: a long one
         # takes tens of milliseconds, and the streamed lines stay on screen meanwhile.
         width, style = self.size.width, self.visual_style
+        rendered = None
         if self.is_mounted and width:
-            source, lines = await asyncio.to_thread(_render_whole, self, text, width, style)
-        else:
-            source, lines = RichMarkdown(text), None
+            with contextlib.suppress(Exception):  # the loop renders it then, as any reply
+                rendered = await asyncio.to_thread(_render_whole, self, text, width, style)
+        source, lines = rendered if rendered is not None else (RichMarkdown(text), None)
         self.text = text
         self._runs.clear()
         self._open = ""
