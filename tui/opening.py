@@ -1,9 +1,10 @@
 """A thread being opened in its own OS thread, handed to exactly one owner.
 
 Opening a thread (reading and replaying its log, recovering its archive,
-building its surface) is blocking work, so it never runs on the UI loop. Whoever ends up with the
-open `Thread` must close it, or its writer lock stays held: an `Opening`
-makes that hold whatever happens to the one waiting for it. If the waiting
+building its surface) is blocking work, so it never runs on the UI loop.
+Whoever ends up with the open `Thread` must close it, or its writer lock
+stays held: an `Opening` makes that hold whatever happens to the one
+waiting for it. If the waiting
 task is cancelled (the app quit mid-replay), the thread is closed as soon
 as its open ends; an opening nobody claimed is closed by `discard()`.
 
@@ -27,40 +28,27 @@ from engine.surface import Surface
 
 
 class Opening:
-    """One `open_thread` call, running from construction; claimed once, then awaited."""
+    """One `open_thread` call (a thread another process writes opens as a read-only view),
+    running from construction; claimed once, then awaited."""
 
     def __init__(
-        self,
-        config: Config,
-        home: Path,
-        thread_id: str | None,
-        new_id: str | None = None,
-        *,
-        view_if_locked: bool = True,
+        self, config: Config, home: Path, thread_id: str | None, new_id: str | None = None
     ) -> None:
-        self.thread_id = thread_id
         self._future: concurrent.futures.Future[Thread] = concurrent.futures.Future()
         self._claimed = False
         self._surface: tuple[Surface, int] | None = None
         self._lock = threading.Lock()
         threading.Thread(
             target=self._open,
-            args=(config, home, thread_id, new_id, view_if_locked),
+            args=(config, home, thread_id, new_id),
             name="trove-open",
             daemon=True,
         ).start()
 
-    def _open(
-        self,
-        config: Config,
-        home: Path,
-        thread_id: str | None,
-        new_id: str | None,
-        view_if_locked: bool,
-    ) -> None:
+    def _open(self, config: Config, home: Path, thread_id: str | None, new_id: str | None) -> None:
         self._future.set_running_or_notify_cancel()  # from here on it cannot be cancelled
         try:
-            thread = open_thread(config, home, thread_id, new_id, view_if_locked=view_if_locked)
+            thread = open_thread(config, home, thread_id, new_id, view_if_locked=True)
         except BaseException as exc:  # raised again where the open is awaited
             self._future.set_exception(exc)
             return
@@ -98,12 +86,11 @@ class Opening:
     def discard(self) -> None:
         """Close the thread if nobody claimed it (waits for its open to end)."""
         if self.claim():
-            _close_opened(self._future, wait=True)
+            _close_opened(self._future)
 
 
-def _close_opened(future: concurrent.futures.Future[Thread], *, wait: bool = False) -> None:
-    if not wait and not future.done():
-        return
+def _close_opened(future: concurrent.futures.Future[Thread]) -> None:
+    """Close what the open gave (waiting for it to end), if it gave a thread."""
     try:
         thread = future.result()
     except BaseException:  # noqa: BLE001 - an open that failed holds nothing
