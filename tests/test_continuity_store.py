@@ -428,3 +428,41 @@ def test_migrations_run_in_order_one_transaction_each(
     store.capture(1, [rec(1, "text")])  # the next writer finishes the migration
     assert [b.batch_key for b in store.batches()] == [1]
     store.close()
+
+
+def test_a_first_capture_committing_mid_check_reads_as_empty_not_foreign(path: Path) -> None:
+    """Found as a rare failure of the test above: a store checking a new, empty archive read
+    its header (zero) before another store's first capture committed and its tables after,
+    and called the file "not a Trove archive". The check now reads in one snapshot."""
+    from engine.continuity.archive_file import connect
+    from engine.continuity.schema import migrate, schema_state
+
+    path.parent.mkdir(parents=True)
+    first = connect(path, "rwc")
+    first.execute("PRAGMA journal_mode = WAL")  # the other reader's snapshot stays its own
+    checker = connect(path, "rw")
+
+    class CommitAfterTheHeader:
+        """The checker's connection; the other store commits right after the first read."""
+
+        def __init__(self) -> None:
+            self.reads = 0
+
+        @property
+        def in_transaction(self) -> bool:
+            return checker.in_transaction
+
+        def execute(self, sql: str) -> sqlite3.Cursor:
+            cursor = checker.execute(sql)
+            if sql.startswith("PRAGMA"):
+                self.reads += 1
+                if self.reads == 1:
+                    migrate(first, path, None)
+            return cursor
+
+    conn = CommitAfterTheHeader()
+    assert schema_state(conn, path, None) is None  # type: ignore[arg-type]
+    assert conn.reads >= 2 and not checker.in_transaction
+    assert schema_state(checker, path, None) == schema_state(first, path, None)
+    first.close()
+    checker.close()

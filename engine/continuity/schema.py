@@ -111,8 +111,21 @@ def schema_state(conn: sqlite3.Connection, path: Path, scope: str | None) -> Sch
     """The file's schema; None for an empty file; raises for a foreign or newer one.
 
     Any version up to ours is readable (a writer migrates it); a binding to
-    another scope raises `ArchiveScopeError`.
+    another scope raises `ArchiveScopeError`. Read in one snapshot: outside a
+    transaction every statement reads its own, and another store's first
+    capture committing between them showed its tables under a header still
+    zero, "not a Trove archive".
     """
+    if conn.in_transaction:
+        return _schema_state(conn, path, scope)
+    conn.execute("BEGIN")
+    try:
+        return _schema_state(conn, path, scope)
+    finally:
+        conn.execute("ROLLBACK")  # it only read
+
+
+def _schema_state(conn: sqlite3.Connection, path: Path, scope: str | None) -> SchemaState | None:
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     app = conn.execute("PRAGMA application_id").fetchone()[0]
     if version == 0 and app == 0:
