@@ -150,6 +150,8 @@ class TroveApp(App[int]):
         self._rewind_armed = False
         """The first Esc of Esc Esc (an empty prompt, nothing to cancel) was the last key."""
         self._disarm_timer: Timer | None = None
+        self.typed_at = 0.0
+        """When the last key arrived (monotonic): a streaming reply draws less often meanwhile."""
 
     def get_default_screen(self) -> Screen[Any]:
         return self.chat
@@ -400,6 +402,8 @@ class TroveApp(App[int]):
         self._quit_armed = False
 
     async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            self.typed_at = time.monotonic()
         if isinstance(event, events.Key) and event.key != "ctrl+c":
             self._quit_armed = False  # the second Ctrl+C must come next to quit
         if isinstance(event, events.Key) and event.key != "escape":

@@ -290,3 +290,13 @@ async def test_help_lists_every_binding_and_command(app_factory, server):
                 assert key_label(keys) in text and what in text
         for key in ("Ctrl+T", "Ctrl+S", "Ctrl+Enter", "Shift+F2", "Ctrl+C", "Ctrl+D", "F1"):
             assert key in text, key
+
+
+async def test_every_key_stamps_the_app_so_a_streaming_reply_lets_it_go_first(app_factory):
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        before = app.typed_at
+        await pilot.press("a")
+        assert app.typed_at > before
+        assert app.query_one(PromptInput).text == "a"

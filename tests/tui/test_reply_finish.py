@@ -97,3 +97,40 @@ async def test_finished_blocks_are_frozen_and_only_the_open_tail_is_drawn_again(
         await message.finish(text)
         await pilot.pause()
         assert not message.children and message.text == text
+
+
+async def test_a_frame_waits_while_keys_arrive_but_never_for_long():
+    """Keys go first: a reply frame due while the user types is held back (the app's
+    `typed_at`), but one held for `TYPING_FRAME` already is drawn whatever the keys do."""
+    import time
+
+    class Typing(App[None]):
+        typed_at = 0.0
+
+    app = Typing()
+    async with app.run_test() as pilot:
+        message = AssistantMessage()
+        await app.mount(message)
+
+        def frame_by_hand() -> None:
+            """Take the armed frame out of the timer's hands: this test calls it."""
+            assert message._frame is not None
+            message._frame.stop()
+            message._frame = None
+
+        message.write("first words ")
+        frame_by_hand()
+        app.typed_at = time.monotonic() + 3600  # a key "just now", however slow this machine
+        message._draw()
+        assert message.open_text == ""  # held: nothing drawn yet
+        frame_by_hand()  # and the frame is armed again
+        message._due = time.monotonic() - 1  # held since a second ago: long enough
+        message._draw()
+        assert message.open_text == "first words "
+        while message._busy:  # the frame reaches the screen
+            await pilot.pause()
+        app.typed_at = 0.0  # nobody typing: the next frame is not held at all
+        message.write("more ")
+        frame_by_hand()
+        message._draw()
+        assert message.open_text == "first words more "
