@@ -242,19 +242,26 @@ async def test_keys_typed_right_after_enter_are_kept(app_factory, server):
         assert sent == ["hi"]
 
 
-async def test_transcript_window_stays_bounded_both_ways(app_factory, monkeypatch, tmp_path):
-    """Scrolling back loads earlier messages and drops newer ones past the mark, and back."""
-    import tui.widgets.transcript as transcript_module
+def _resuming_a_long_thread(app_factory, tmp_path, messages: int):
+    """An app that opens thread t-long, of `messages` user messages ("message 0", …)."""
     from engine.session import Thread
 
-    monkeypatch.setattr(transcript_module, "HIGH_WATER", 40)
-    monkeypatch.setattr(transcript_module, "CHUNK", 30)
     thread = Thread.create(tmp_path / "home", "local", "t-long")
-    for n in range(200):
+    for n in range(messages):
         thread.log.append(ev.UserMessage(text=f"message {n}"))
     thread.close()
     app = app_factory()
     app.start_thread = "t-long"
+    return app
+
+
+async def test_transcript_window_stays_bounded_both_ways(app_factory, monkeypatch, tmp_path):
+    """Scrolling back loads earlier messages and drops newer ones past the mark, and back."""
+    import tui.widgets.transcript as transcript_module
+
+    monkeypatch.setattr(transcript_module, "HIGH_WATER", 40)
+    monkeypatch.setattr(transcript_module, "CHUNK", 30)
+    app = _resuming_a_long_thread(app_factory, tmp_path, 200)
     async with app.run_test(size=(100, 32)) as pilot:
         await settle(pilot)
         transcript = app.query_one(transcript_module.Transcript)
@@ -279,16 +286,10 @@ async def test_transcript_window_stays_bounded_both_ways(app_factory, monkeypatc
 async def test_the_earlier_row_loads_on_a_click_and_on_enter(app_factory, monkeypatch, tmp_path):
     """The row at the top of a resumed long thread answers the mouse and the keyboard."""
     import tui.widgets.transcript as transcript_module
-    from engine.session import Thread
     from tui.widgets.load_button import LoadButton
 
     monkeypatch.setattr(transcript_module, "CHUNK", 30)
-    thread = Thread.create(tmp_path / "home", "local", "t-long")
-    for n in range(100):
-        thread.log.append(ev.UserMessage(text=f"message {n}"))
-    thread.close()
-    app = app_factory()
-    app.start_thread = "t-long"
+    app = _resuming_a_long_thread(app_factory, tmp_path, 100)
     async with app.run_test(size=(100, 32)) as pilot:
         await settle(pilot)
         transcript = app.query_one(transcript_module.Transcript)
