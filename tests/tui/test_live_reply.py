@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.geometry import Region
 from textual.widget import Widget
 
@@ -25,6 +27,14 @@ def drawn(widget: Widget) -> list[str]:
     return [line.text for line in widget.render_lines(Region(0, 0, width, height))]
 
 
+async def resumed_copy(app: Any, pilot: Any, text: str) -> PastReply:
+    """The same reply as a resumed thread shows it, mounted in the transcript below it."""
+    resumed = PastReply(text)
+    await app.query_one("Transcript").mount(resumed)
+    await pilot.pause()
+    return resumed
+
+
 async def test_a_finished_reply_is_one_widget_drawn_like_a_resumed_one(app_factory, server):
     server.script(s.text(REPLY))
     app = app_factory()
@@ -41,9 +51,7 @@ async def test_a_finished_reply_is_one_widget_drawn_like_a_resumed_one(app_facto
         live = drawn(reply)
         assert any("code stays as it is" in line for line in live)
 
-        resumed = PastReply(logged.content or "")
-        await app.query_one("Transcript").mount(resumed)
-        await pilot.pause()
+        resumed = await resumed_copy(app, pilot, logged.content or "")
         assert resumed.size == reply.size
         assert drawn(resumed) == live
 
@@ -82,8 +90,6 @@ async def test_a_long_reply_is_rendered_whole_off_the_loop_once_it_ends(
         assert reply._drawn_lines[1] is lines  # the layout and the drawing used them as made
         assert len(lines) == reply.size.height
         assert any("Paragraph 39" in line.text for line in lines[-6:])
-        resumed = PastReply(text)
-        await app.query_one("Transcript").mount(resumed)
-        await pilot.pause()
+        resumed = await resumed_copy(app, pilot, text)
         assert resumed.size == reply.size
         assert drawn(resumed) == drawn(reply)

@@ -2,9 +2,9 @@
 
 A resumed thread shows it on its first frame, so it is one Static, not a
 Button: Button's stylesheet (every variant of it) was a tenth of the
-resume's work on that frame. It looks and answers as the Button did: a bold
-centred line on the surface colour, taken by a click or by Enter or Space
-once focused.
+resume's work on that frame, and its rules made the row three lines tall.
+It is the one bold centred line on the surface colour it was meant to be,
+taken by a click or by Enter or Space once focused, as the Button was.
 """
 
 from __future__ import annotations
@@ -40,15 +40,13 @@ class LoadButton(Static, can_focus=True):
 
     def __init__(self, label: str, *, id: str | None = None) -> None:
         super().__init__(label, id=id, markup=False)
-        self._label = label
 
     @property
     def label(self) -> str:
-        return self._label
+        return str(self.content)
 
     @label.setter
     def label(self, label: str) -> None:
-        self._label = label
         self.update(label)
 
     def press(self) -> None:
