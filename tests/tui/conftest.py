@@ -18,6 +18,7 @@ from textual.pilot import Pilot
 from engine.config import Config, parse_config
 from tests.support import client_for
 from tui.app import TroveApp
+from tui.widgets.key_footer import KeyFooter
 from tui.widgets.transcript import Transcript
 
 FROZEN = 1000.0
@@ -83,7 +84,8 @@ async def _in_flight(app: TroveApp) -> list[Awaitable[Any]]:
 
 async def settle(pilot: Pilot[Any]) -> None:
     """Wait until the app is quiet: its thread is open, the engine idle, and no transcript
-    render or command is in flight after the widgets have handled their messages.
+    render, command or footer rebuild is in flight after the widgets have handled their
+    messages.
 
     It waits on that state (each wait bounded by LIMIT), not on a number of ticks: work
     that starts more work (a command that opens a thread, a reply whose end renders it
@@ -95,6 +97,8 @@ async def settle(pilot: Pilot[Any]) -> None:
         if app.runtime is None:  # the thread is still being opened off the loop
             continue
         waits = await _in_flight(app)
+        if not waits and any(f.catching_up for f in app.chat.query(KeyFooter)):
+            continue  # the footer is still redrawing the keys the state now offers
         if not waits:
             return
         await asyncio.wait_for(asyncio.gather(*waits, return_exceptions=True), LIMIT)

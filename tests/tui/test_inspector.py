@@ -35,6 +35,7 @@ from tui.inspector.reader_tab import ReaderTab
 from tui.inspector.search_tab import ResultList, SearchBox, SearchTab
 from tui.inspector.tab import InspectorTab
 from tui.widgets.checkpoint_block import CheckpointBlock
+from tui.widgets.key_footer import KeyFooter
 from tui.widgets.prompt_input import PromptInput
 
 SIZE = (100, 32)
@@ -76,7 +77,8 @@ def with_continuity(app: TroveApp, **fields: Any) -> TroveApp:
 
 
 async def idle(pilot: Pilot[Any]) -> None:
-    """Wait until no inspector read is in flight (workers, not sleeps)."""
+    """Wait until no inspector read is in flight (workers, not sleeps) and the footer
+    shows the keys of the focus as it is now."""
     app = pilot.app
     quiet = 0
     # A finished read posts its result, whose handler may start the next read
@@ -85,6 +87,9 @@ async def idle(pilot: Pilot[Any]) -> None:
     while quiet < 3:
         await pilot.pause()
         pending = [w for w in app.workers if isinstance(w.node, InspectorTab) and not w.is_finished]
+        if not pending and app.query_one(KeyFooter).catching_up:
+            quiet = 0  # the footer is still redrawing the keys of the new focus
+            continue
         if not pending:
             quiet += 1
             continue

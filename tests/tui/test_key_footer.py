@@ -7,6 +7,9 @@ a few full-screen layouts on the loop that echoes keystrokes.
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 from textual.widgets._footer import FooterKey
 
 from tests import scripted_server as s
@@ -48,3 +51,27 @@ async def test_the_footer_keeps_its_keys_when_the_shown_bindings_are_equal(app_f
         await settle(pilot)
         await until(pilot, lambda: "cancel" not in [k.action for k in _keys(app)])
         assert footer.rebuilds > rebuilds
+
+
+async def test_settle_waits_while_the_footer_catches_up(app_factory, server):
+    """A snapshot taken between a focus change and the footer's rebuild showed the keys of
+    the old focus (a flaky inspector snapshot: "esc Cancel" where "esc Close" belonged).
+    The rebuild is held back here, so `settle` must still be waiting for it."""
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        footer = app.screen.query_one(KeyFooter)
+        held: list[Any] = []
+        footer.call_after_refresh = lambda callback: held.append(callback) or True  # type: ignore[method-assign]
+        await pilot.press("ctrl+o")  # the inspector takes the focus: other keys to show
+        await until(pilot, lambda: footer.catching_up)
+        waiting = asyncio.ensure_future(settle(pilot))
+        for _ in range(20):
+            await pilot.pause()
+        assert not waiting.done()
+        del footer.call_after_refresh
+        for callback in held:
+            footer.call_later(callback)
+        await asyncio.wait_for(waiting, 10)
+        assert not footer.catching_up
+        assert "Close" in [k.description for k in _keys(app)]

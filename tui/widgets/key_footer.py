@@ -20,6 +20,7 @@ class KeyFooter(Footer):
         super().__init__(**kwargs)
         self._shown: tuple[object, ...] | None = None
         self._pending = False
+        self._rebuilding = False
         self.rebuilds = 0
         """Times the keys were rebuilt (a test counts them)."""
 
@@ -32,6 +33,12 @@ class KeyFooter(Footer):
         ]
         keys.append((self.show_command_palette, self.app.ENABLE_COMMAND_PALETTE))
         return tuple(keys)
+
+    @property
+    def catching_up(self) -> bool:
+        """Whether a rebuild is due or running: the keys drawn may not be the screen's
+        current ones yet (a test waits this out before it reads or snapshots them)."""
+        return self._pending or self._rebuilding
 
     def bindings_changed(self, screen: Screen[Any]) -> None:
         self._bindings_ready = True
@@ -49,4 +56,8 @@ class KeyFooter(Footer):
         if shown != self._shown:
             self._shown = shown
             self.rebuilds += 1
-            await self.recompose()
+            self._rebuilding = True
+            try:
+                await self.recompose()
+            finally:
+                self._rebuilding = False
