@@ -82,6 +82,7 @@ class Transcript(VerticalScroll):
         layout: stream;
         padding: 0 1;
         scrollbar-size-vertical: 1;
+        scrollbar-gutter: stable;
     }
     """
 
