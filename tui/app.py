@@ -161,7 +161,7 @@ class TroveApp(App[int]):
         """The open thread's runtime (None while none is open)."""
         return self.threads.runtime if self.threads is not None else None
 
-    async def on_chat_screen_ready(self, message: ChatScreen.Ready) -> None:
+    def _controller(self) -> ThreadController:
         self.threads = ThreadController(
             self.config,
             self.home,
@@ -171,9 +171,22 @@ class TroveApp(App[int]):
             model=self.model_override,
             backend=self.backend,
         )
+        return self.threads
+
+    def show_opened(self) -> bool:
+        """Called by the chat screen as it mounts: when the thread opened beside the
+        start-up is open already, show it now, in the screen's first frame, instead of
+        drawing an empty transcript first and the thread in a second full frame. False:
+        nothing to show yet (the screen's `Ready` opens it, waiting as needed)."""
+        early = self._early
+        if early is None or early.opened() is None or not early.claim():
+            return False
+        return self._controller().start_opened(early)
+
+    async def on_chat_screen_ready(self, message: ChatScreen.Ready) -> None:
         early = self._early
         opening = early if early is not None and early.claim() else None
-        problem = await self.threads.open_first(
+        problem = await self._controller().open_first(
             self.start_thread, self.new_thread_id, opening=opening
         )
         if problem is not None:

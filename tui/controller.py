@@ -64,6 +64,15 @@ class ThreadController:
         self.runtime = runtime
         self._on_open(runtime)
 
+    def start_opened(self, opening: Opening) -> bool:
+        """Start the thread `opening` has already opened, now, without awaiting anything
+        (False: its open is still running or failed; `open_first` then waits for it)."""
+        thread = opening.opened()
+        if thread is None:
+            return False
+        self._start(thread, opening.surface(thread))
+        return True
+
     async def open_first(
         self,
         thread_id: str | None,

@@ -68,6 +68,13 @@ class Opening:
             self._claimed = True
             return True
 
+    def opened(self) -> Thread | None:
+        """The opened thread if its open is already over and succeeded (None: it is still
+        running, or failed: `thread()` says how), for an owner that must not wait."""
+        if not self._future.done() or self._future.exception() is not None:
+            return None
+        return self._future.result()
+
     async def thread(self) -> Thread:
         """The opened thread, for the owner; a failed open raises its error here."""
         try:

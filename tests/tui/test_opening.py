@@ -115,3 +115,65 @@ async def test_the_surface_built_with_the_open_is_used_only_while_the_log_is_unc
         thread.close()
     opening.discard()  # claimed already: nothing to close twice
     assert _free(tmp_path)
+
+
+def _first_frames(app) -> list[list[str]]:
+    """The transcript's message texts as each of the chat screen's frames is drawn."""
+    frames: list[list[str]] = []
+    chat = app.chat
+    draw = chat._compositor_refresh
+
+    def drawing() -> None:
+        frames.append([w.text for w in chat.query("UserMessage, PastReply")])
+        draw()
+
+    chat._compositor_refresh = drawing
+    return frames
+
+
+async def test_an_open_already_over_is_in_the_chat_screens_first_frame(tmp_path, server):
+    """The usual resume: the replay ends long before the chat screen is up. The thread is
+    shown as the screen mounts, so its first frame holds it (before, an empty transcript was
+    drawn first and the thread a whole frame later)."""
+    from tests.tui.conftest import app_for, settle
+
+    _thread(tmp_path)
+    config = parse_config({}, source="c.yaml", env={})
+    opening = Opening(config, tmp_path, "t-open")
+    await asyncio.to_thread(_until, lambda: opening.opened() is not None)
+    app = app_for(config, tmp_path, server, thread_id="t-open", early=opening)
+    frames = _first_frames(app)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        assert frames[0] == ["the code is ZEBRA-4417", "noted: ZEBRA-4417"]
+        assert app.runtime is not None and app.runtime.thread.id == "t-open"
+    opening.discard()
+    assert _free(tmp_path)
+
+
+async def test_an_open_still_running_is_waited_for(tmp_path, server, monkeypatch):
+    """The open is held past the screen's mount: the screen draws without it, then the app
+    waits for the open and shows the thread it gave."""
+    from tests.tui.conftest import app_for, settle, until
+
+    _thread(tmp_path)
+    gate = threading.Event()
+    real = opening_module.open_thread
+
+    def held_open(*args, **kwargs):
+        gate.wait(LIMIT)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(opening_module, "open_thread", held_open)
+    config = parse_config({}, source="c.yaml", env={})
+    opening = Opening(config, tmp_path, "t-open")
+    app = app_for(config, tmp_path, server, thread_id="t-open", early=opening)
+    frames = _first_frames(app)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await until(pilot, lambda: bool(frames))
+        assert frames[0] == [] and app.runtime is None
+        gate.set()
+        await settle(pilot)
+        assert frames[-1] == ["the code is ZEBRA-4417", "noted: ZEBRA-4417"]
+    opening.discard()
+    assert _free(tmp_path)

@@ -130,8 +130,11 @@ class ChatScreen(Screen[None]):
             self.settings.model_label, self.trove.backend, self.settings.configured
         )
         self.query_one(Transcript).marker = self.query_one(NewOutputMarker)
-        prompt.focus()
-        self.post_message(self.Ready())
+        # Now, not later: a focus set after the first frame would restyle and lay out
+        # the whole screen again in a second one.
+        self.set_focus(prompt, scroll_visible=False)
+        if not self.trove.show_opened():
+            self.post_message(self.Ready())
 
     # -- following a runtime ------------------------------------------------------------
 
