@@ -93,8 +93,11 @@ class Transcript(VerticalScroll):
         self._end = 0
         self._reply: AssistantMessage | None = None
         self._tools: dict[str, ToolBlock] = {}
-        self._results: dict[str, str] | None = None
-        """Tool results by call id, built when first needed (see `_result_of`)."""
+        self._results: dict[str, str] = {}
+        """Tool results by call id, of the log from `_indexed_from` on (see `_result_of`)."""
+        self._indexed_from = 0
+        self._building = 0
+        """Where the range of events being built begins (`_build_range`)."""
         self._checkpoints: dict[int, CheckpointBlock] = {}
         self._interrupted = False
         """The reply just built was cut off by a failed stream (its turn's notice says so)."""
@@ -212,12 +215,19 @@ class Transcript(VerticalScroll):
         return []
 
     def _result_of(self, call_id: str) -> str | None:
-        """A call's result wherever it is in the log (it may be in a chunk not loaded yet):
-        indexed on the first call built from the log, so a thread without tools pays nothing."""
-        if self._results is None:
-            self._results = {
-                e.call_id: e.content for e in self.events if isinstance(e, ev.ToolResult)
-            }
+        """A call's result wherever it is in the log (it may be in a chunk not loaded yet).
+
+        A result follows its call, so only the log from the earliest event built so far
+        is indexed: a long thread's first screenful indexes a few dozen events, not
+        every event since it began (~30 ms at 100,000 messages).
+        """
+        begin = self._building
+        if begin < self._indexed_from:
+            results = self._results
+            for event in reversed(self.events[begin : self._indexed_from]):
+                if isinstance(event, ev.ToolResult):
+                    results.setdefault(event.call_id, event.content)  # the later one stands
+            self._indexed_from = begin
         return self._results.get(call_id)
 
     async def _discard(self, reply: AssistantMessage) -> None:
@@ -242,7 +252,7 @@ class Transcript(VerticalScroll):
     def show_event(self, event: LogEvent) -> None:
         """A live event, just appended to the log."""
         self.events.append(event)
-        if self._results is not None and isinstance(event, ev.ToolResult):
+        if isinstance(event, ev.ToolResult):
             self._results[event.call_id] = event.content
         if self._end < len(self.events) - 1:
             # The user is reading older history: newer events wait behind the
@@ -334,6 +344,7 @@ class Transcript(VerticalScroll):
         return widgets
 
     def _build_range(self, begin: int, end: int) -> list[Widget]:
+        self._building = begin
         widgets: list[Widget] = []
         for event in self.events[begin:end]:
             widgets.extend(self._build(event))
@@ -348,7 +359,8 @@ class Transcript(VerticalScroll):
         of rendered Markdown is most of a long thread's resume.
         """
         self.events = list(events)
-        self._results = None
+        self._results = {}
+        self._indexed_from = len(self.events)
         self._end = len(self.events)
         start = max(0, self._end - CHUNK)
         split = self._screenful(start)
