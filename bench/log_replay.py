@@ -12,10 +12,11 @@ then prints:
   the fastest JSON parse, as Trove's stream path uses it), and with Trove's own
   typed msgspec decoder, each with nothing else;
 * resume latency: the real TUI (`trove --thread ID` in a pseudo-terminal,
-  started and timed exactly as bench/tui.py times it: spawn -> prompt focused,
-  thread open, next frame drawn) on the generated 10,000-event thread,
-  alternating with launches of the one baseline (../shared/baseline_app.py),
-  median of N, against <= 1.3 x the baseline's launch (DESIGN.md), with RSS.
+  started and timed exactly as bench/tui.py times it: spawn -> the end of the
+  first frame drawn with the prompt focused and the thread open) on the
+  generated 10,000-event thread, alternating with launches of the one
+  baseline (../shared/baseline_app.py), median of N, against <= 1.3 x the
+  baseline's launch (DESIGN.md), with RSS.
 
 From a git worktree run it with `PYTHONPATH=.`: the editable install points at
 the main checkout, and `python bench/...` puts bench/, not the root, on the path.

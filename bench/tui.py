@@ -12,8 +12,8 @@ server that runs in its own process (real sockets, real SSE, the real
 `auto_pilot` hook of `App.run`), injected by wrapping `App.run` before
 `tui.cli` is imported; it measures and reports through a pipe.
 
-1. launch: wall time from spawning the interpreter to "ready" (the prompt
-   has focus, the thread is open, and the next frame has been drawn),
+1. launch: wall time from spawning the interpreter to "ready": the end of
+   the first frame drawn with the prompt focused and the thread open,
    against the same measurement of ../shared/baseline_app.py (the one
    baseline: Header, Markdown, Input, Footer); alternating
    runs after one warm-up each; median of N; the ratio is the target.
@@ -205,11 +205,59 @@ def _is_ready(app: App[Any], trove: bool) -> bool:
     return not trove or getattr(app, "runtime", None) is not None
 
 
+class _ReadyFrame:
+    """When the first frame that shows a ready prompt was written to the terminal.
+
+    Ready is what the user sees: a frame drawn while the prompt had the focus
+    (and, for Trove, the thread was open and shown). A layout or a run of the
+    screen's frame timer paints what the widgets hold as it begins; the first
+    that began ready and wrote to the terminal is that frame, and its end is
+    the figure. Polling from the autopilot instead, then
+    waiting for "the next refresh", measured the autopilot's first turn on a
+    busy loop and one more frame after it, neither of which the user sees.
+    """
+
+    trove = False
+    at: float | None = None
+    displays = 0
+
+    @classmethod
+    def watch_screen(cls, module: Any) -> None:
+        """Wrap textual.screen's two ways to a frame (before any screen exists): a layout
+        (a screen's first frames come from its resume and resize) and the frame timer."""
+        for name in ("_refresh_layout", "_on_timer_update"):
+            setattr(module.Screen, name, cls._drawing(getattr(module.Screen, name)))
+
+    @classmethod
+    def _drawing(cls, method: Callable[..., Any]) -> Callable[..., Any]:
+        def drawing(self: Any, *args: Any, **kwargs: Any) -> Any:
+            ready = cls.at is None and _is_ready(self.app, cls.trove)
+            before = cls.displays
+            result = method(self, *args, **kwargs)
+            if ready and cls.at is None and cls.displays > before:
+                cls.at = time.perf_counter()
+            return result
+
+        return drawing
+
+    @classmethod
+    def watch_app(cls, module: Any) -> None:
+        """Count the frames textual.app writes."""
+        display = module.App._display
+
+        def _display(self: Any, *args: Any, **kwargs: Any) -> Any:
+            cls.displays += 1
+            return display(self, *args, **kwargs)
+
+        module.App._display = _display
+
+
 async def _wait_ready(app: App[Any], trove: bool) -> float:
-    """Prompt focused (and, for Trove, the thread open), then the next frame drawn."""
-    await _until(lambda: _is_ready(app, trove), 60)
-    await app.screen.wait_for_refresh()
-    return time.perf_counter()
+    """The end of the first frame drawn with the prompt focused (and, for Trove, the
+    thread open): see `_ReadyFrame`."""
+    await _until(lambda: _ReadyFrame.at is not None, 60)
+    assert _ReadyFrame.at is not None
+    return _ReadyFrame.at
 
 
 class _DrawWork:
@@ -673,7 +721,10 @@ def child_main(args: argparse.Namespace, rest: Sequence[str]) -> int:
                 return original(self, **kw)
 
             module.App.run = run
+            _ReadyFrame.watch_app(module)
 
+        _ReadyFrame.trove = trove
+        _when_imported("textual.screen", _ReadyFrame.watch_screen)
         _when_imported("textual.app", hook_run)
         if trove:
             from tui.cli import main
@@ -922,7 +973,8 @@ def bench_launch(work: Path, base_url: str, runs: int) -> None:
     bare, trove = statistics.median(walls["bare"]), statistics.median(walls["trove"])
     ratio = trove / bare
     print(
-        f"1. launch to a ready prompt (spawn -> prompt focused, thread open, frame drawn), "
+        "1. launch to a ready prompt (spawn -> the end of the first frame drawn with the "
+        f"prompt focused and the thread open), "
         f"median of {runs}; baseline: {baseline_source()[1]}"
     )
     for app in ("bare", "trove"):
@@ -1089,8 +1141,9 @@ def bench_resume(work: Path, base_url: str, sizes: Sequence[int], runs: int) -> 
                 rss[size].append(records[0]["rss"])
     bare = statistics.median(walls["bare"])
     print(
-        f"4. resume with --thread to a ready prompt (spawn -> prompt focused, thread open, "
-        f"frame drawn), median of {runs}, alternating with the baseline's launch"
+        "4. resume with --thread to a ready prompt (spawn -> the end of the first frame "
+        f"drawn with the prompt focused and the thread open), median of {runs}, alternating "
+        "with the baseline's launch"
     )
     print(f"   baseline launch: {bare:.0f} ms (runs {' '.join(f'{v:.0f}' for v in walls['bare'])})")
     for size in sizes:
