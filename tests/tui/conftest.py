@@ -97,8 +97,8 @@ async def settle(pilot: Pilot[Any]) -> None:
         if app.runtime is None:  # the thread is still being opened off the loop
             continue
         waits = await _in_flight(app)
-        if not waits and any(f.catching_up for f in app.chat.query(KeyFooter)):
-            continue  # the footer is still redrawing the keys the state now offers
+        if not waits and any(f.catching_up for f in app.screen.query(KeyFooter)):
+            continue  # the footer shown is still redrawing the keys the state now offers
         if not waits:
             return
         await asyncio.wait_for(asyncio.gather(*waits, return_exceptions=True), LIMIT)
