@@ -239,6 +239,14 @@ class SessionRewind(Event, tag="session/rewind", kw_only=True, frozen=True):
     prompt: int | None = None
 
 
+class PromptDraft(Event, tag="prompt/draft", kw_only=True, frozen=True):
+    """What the prompt held, unsent, when a front end closed the thread ("" once it no
+    longer holds what an earlier draft kept): the next front end to open the thread
+    puts it back (engine.draft). Nothing the user typed is lost by quitting."""
+
+    text: str = ""
+
+
 class NoteSet(Event, tag="note/set", kw_only=True, frozen=True):
     """A task note write; the notebook replay (continuity/notes.py) applies the limits."""
 
@@ -278,6 +286,7 @@ KnownEvent = (
     | EndSeed
     | SessionFork
     | SessionRewind
+    | PromptDraft
     | NoteSet
     | NoteDelete
 )

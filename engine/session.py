@@ -20,6 +20,7 @@ from engine.events import (
     Checkpoint,
     EndSeed,
     InboxQueued,
+    PromptDraft,
     SessionFork,
     ToolCall,
     ToolResult,
@@ -149,13 +150,19 @@ def latest_thread(home: Path, user_id: str) -> str | None:
 
 
 _PROMPT_KINDS = (b'{"kind":"user/message"', b'{"kind":"inbox/queued"')
+_DRAFT_KIND = b'{"kind":"prompt/draft"'
 
 
 def _has_history(path: Path) -> bool:
-    """Any prompt in the log, read line by line (a title is only the first 200 lines)."""
+    """Any prompt in the log, sent or kept unsent (a draft with text), read line by line
+    (a title is only the first 200 lines)."""
     try:
         with path.open("rb") as fh:
-            return any(line.startswith(_PROMPT_KINDS) for line in fh)
+            return any(
+                line.startswith(_PROMPT_KINDS)
+                or (line.startswith(_DRAFT_KIND) and b'"text"' in line)
+                for line in fh
+            )
     except OSError:
         return False
 
@@ -231,8 +238,12 @@ class Thread(Struct):
 
     @property
     def has_history(self) -> bool:
-        """Whether the thread has anything a user said (what `resume with:` is worth)."""
-        return any(isinstance(e, UserMessage | InboxQueued) for e in self.log.file_events)
+        """Whether the thread has anything a user said or kept unsent (what `resume with:`
+        is worth)."""
+        return any(
+            isinstance(e, UserMessage | InboxQueued) or (type(e) is PromptDraft and e.text)
+            for e in self.log.file_events
+        )
 
     @classmethod
     def resume(cls, home: Path, user_id: str, thread_id: str) -> Thread:

@@ -119,3 +119,32 @@ def test_plain_rewind_puts_the_prompt_back_in_the_input_line(
     users = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"]
     assert users[-1] == "first question, edited"
     assert "first question" not in users[:-1]  # the rewound prompt is not in the history
+
+
+def test_plain_puts_a_kept_draft_in_the_input_line(env: Env, server: ScriptedServer) -> None:
+    """A prompt the TUI kept unsent at quit (engine.draft) is in `--plain`'s first input
+    line, ready to finish and send; once sent, quitting clears it from the thread."""
+    from engine import events as ev
+    from engine.draft import current_draft
+    from engine.session import Thread
+
+    thread = Thread.create(env.home, "local", "t-draft")
+    thread.log.append(ev.UserMessage(text="hello"))
+    thread.log.append(ev.PromptDraft(text="half a thought"))
+    thread.close()
+    server.script(s.text("Whole now."))
+    term = Terminal(env, "--plain", "--thread", "t-draft")
+    try:
+        term.wait_for(r"Ctrl-D quits")
+        term.wait_for(r"› half a thought")
+        term.type(" made whole\r")
+        term.wait_for(r"Whole now\.")
+    finally:
+        term.close()
+    users = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"]
+    assert users[-1] == "half a thought made whole"
+    view = Thread.view(env.home, "local", "t-draft", "read by the test")
+    try:
+        assert current_draft(view.log.events) == ""
+    finally:
+        view.close()

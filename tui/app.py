@@ -27,6 +27,7 @@ from textual.worker import Worker
 from engine.backend import Backend
 from engine.commands import Command
 from engine.config import Config
+from engine.draft import keep_draft
 from engine.model import ModelClient
 from engine.runtime import Runtime
 from engine.session import list_threads, resume_hint
@@ -143,6 +144,8 @@ class TroveApp(App[int]):
         """Thread switches a command asked for that have not happened yet."""
         code_lexers.defer()  # a resumed thread's first frame must not wait for Pygments
         self._switch_notes: list[tuple[str, str]] = []
+        self.unsent_text: str | None = None
+        """A prompt the app could not keep in the log at quit: printed after the terminal."""
         self.resume_hint: str | None = None
         """`resume with: trove --thread ID` once the app quits in a thread with history."""
         self._quit_armed = False
@@ -475,10 +478,22 @@ class TroveApp(App[int]):
             await self.threads.close()
 
     async def action_quit(self) -> None:
+        self._keep_draft()
         self._note_resume()
         if self.threads is not None:
             await self.threads.close()
         self.exit(0)
+
+    def _keep_draft(self) -> None:
+        """What the prompt holds, unsent, is kept in the thread's log for its next open
+        (engine.draft); when the log cannot take it, it is printed once the terminal is
+        restored, so quitting loses nothing the user typed."""
+        text = self.chat.unsent_text()
+        runtime = self.runtime
+        if runtime is not None and keep_draft(runtime.thread.log, text):
+            return
+        if text.strip():
+            self.unsent_text = text
 
     def _note_resume(self) -> None:
         """The way back, printed once the terminal is restored (`tui.run`): only for a

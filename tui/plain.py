@@ -18,6 +18,7 @@ from typing import Any
 from engine.backend import Backend
 from engine.commands import Command, is_command
 from engine.config import Config
+from engine.draft import current_draft, keep_draft
 from engine.driver import DriverClosedError
 from engine.log import LogCorruptError
 from engine.port import Unsubscribe
@@ -217,15 +218,19 @@ class PlainRepl:
             f"trove · thread {thread.id} · model {self.runtime.config.model.name}"
             " — /help for commands, Ctrl-C cancels, Ctrl-D quits"
         )
+        # The prompt left unsent when the thread was last closed (engine.draft).
+        draft = "" if thread.read_only else current_draft(thread.log.events)
         with patch_stdout(raw=True):
             while True:
                 try:
-                    line = await session.prompt_async(message)
+                    line = await session.prompt_async(message, default=draft)
+                    draft = ""
                 except KeyboardInterrupt:
                     if not self.cancel():
                         self.printer.notice("(nothing to cancel; Ctrl-D quits)")
                     continue
-                except EOFError:
+                except EOFError:  # only on an empty line: a kept draft was sent or dropped
+                    keep_draft(thread.log, "")
                     break
                 if not is_command(line):
                     await self.handle(line)

@@ -75,6 +75,9 @@ def _run_app(
     engine_logger.propagate = False
     app = TroveApp(config, home, thread_id=thread_id, backend=backend, early=early)
     result = app.run()
+    if app.unsent_text is not None:
+        print("Your unsent prompt (the thread could not keep it):")
+        print(app.unsent_text)
     if app.resume_hint is not None:
         print(app.resume_hint)
     return result or 0

@@ -22,6 +22,7 @@ from textual.message import Message
 from textual.screen import Screen
 
 from engine.commands import is_command
+from engine.draft import current_draft
 from engine.driver import DriverClosedError, InboxItemId
 from engine.events import (
     AssistantMessage,
@@ -167,6 +168,7 @@ class ChatScreen(Screen[None]):
                 "/new starts a thread you can write in.",
                 "warning",
             )
+        self._restore_draft(runtime)
         self._update_context()
         self._show_state(runtime.state())
         if self._inspector_widget is not None:
@@ -484,6 +486,23 @@ class ChatScreen(Screen[None]):
             self.app.set_class(
                 self.inspector_shown and self.app.size.width < NARROW, "-inspector-full"
             )
+
+    def unsent_text(self) -> str:
+        """What the prompt holds, typed and not sent."""
+        return self.query_one(PromptInput).text
+
+    def _restore_draft(self, runtime: Runtime) -> None:
+        """The prompt left unsent when this thread was last closed comes back, ahead of
+        anything typed since (engine.draft). Not into a view of a thread another process
+        writes: that one has it."""
+        draft = current_draft(runtime.thread.log.events)
+        if not draft or runtime.thread.read_only:
+            return
+        prompt = self.query_one(PromptInput)
+        if prompt.text == draft:
+            return
+        prompt.give_back(draft)
+        self.app.notify("Your unsent prompt from last time is back in the box.")
 
     def clear_draft(self) -> bool:
         """Ctrl+C on a prompt with text: it empties, and nothing is lost (False: empty)."""

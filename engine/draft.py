@@ -1,0 +1,40 @@
+"""The prompt a user had typed but not sent when the thread was closed.
+
+A front end that closes a thread with text in its prompt keeps that text
+in the log (`prompt/draft`), so quitting never loses it: the next front
+end to open the thread reads it back into its prompt. The log is the only
+place it lives (no file beside it), so it follows the thread's line
+through rewinds and forks, and a crash after the append cannot lose it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engine.events import LogEvent, PromptDraft
+from engine.log import LogWriteError, SessionLog
+
+
+def current_draft(events: Sequence[LogEvent]) -> str:
+    """The draft the newest `prompt/draft` on the line keeps ("" when none does)."""
+    for event in reversed(events):
+        if type(event) is PromptDraft:
+            return event.text
+    return ""
+
+
+def keep_draft(log: SessionLog, text: str) -> bool:
+    """Make `text` the thread's draft ("" or only blanks: none). Appends only when it
+    changes what the log keeps; False when the log cannot take it (a read-only view of a
+    thread another process writes, or a failed write): the caller must save it elsewhere.
+    """
+    wanted = text if text.strip() else ""
+    if wanted == current_draft(log.events):
+        return True
+    if log.read_only is not None:
+        return False
+    try:
+        log.append(PromptDraft(text=wanted))
+    except (LogWriteError, OSError):
+        return False
+    return True
