@@ -177,12 +177,17 @@ class TroveApp(App[int]):
         return self.threads
 
     def show_opened(self) -> bool:
-        """Called by the chat screen as it mounts: when the thread opened beside the
-        start-up is open already, show it now, in the screen's first frame, instead of
-        drawing an empty transcript first and the thread in a second full frame. False:
-        nothing to show yet (the screen's `Ready` opens it, waiting as needed)."""
+        """Called by the chat screen as it mounts: show the thread now, in the screen's
+        first frame, when that waits on nothing (a new thread; a thread whose open beside
+        the start-up is over), instead of drawing an empty transcript first and the
+        thread in a second whole frame. False: the screen's `Ready` opens it, waiting."""
         early = self._early
-        if early is None or early.opened() is None or not early.claim():
+        if early is None:
+            if self.start_thread is not None:
+                return False
+            self._controller().start_new(self.new_thread_id)
+            return True
+        if early.opened() is None or not early.claim():
             return False
         return self._controller().start_opened(early)
 

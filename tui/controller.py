@@ -16,7 +16,7 @@ from engine.commands import FrontEnd
 from engine.config import Config
 from engine.log import LogCorruptError
 from engine.model import ModelClient
-from engine.runtime import Runtime
+from engine.runtime import Runtime, open_thread
 from engine.session import Thread, ThreadNotFoundError
 from engine.surface import Surface
 from tui.opening import Opening
@@ -63,6 +63,11 @@ class ThreadController:
         )
         self.runtime = runtime
         self._on_open(runtime)
+
+    def start_new(self, new_id: str | None = None) -> None:
+        """Start a new thread now: it is nothing on disk until its first message
+        (`Thread.pending`), so making it reads and waits on nothing."""
+        self._start(open_thread(self.config, self.home, None, new_id))
 
     def start_opened(self, opening: Opening) -> bool:
         """Start the thread `opening` has already opened, now, without awaiting anything

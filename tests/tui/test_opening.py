@@ -177,3 +177,26 @@ async def test_an_open_still_running_is_waited_for(tmp_path, server, monkeypatch
         assert frames[-1] == ["the code is ZEBRA-4417", "noted: ZEBRA-4417"]
     opening.discard()
     assert _free(tmp_path)
+
+
+async def test_a_new_thread_is_in_the_chat_screens_first_frame(tmp_path, server):
+    """A new thread is nothing on disk until its first message, so nothing is waited for:
+    the screen's first frame already shows its welcome and has a runtime behind it."""
+    from tests.tui.conftest import app_for, settle
+    from tui.widgets.welcome import Welcome
+
+    config = parse_config({}, source="c.yaml", env={})
+    app = app_for(config, tmp_path, server)
+    welcomed: list[bool] = []
+    chat = app.chat
+    draw = chat._compositor_refresh
+
+    def drawing() -> None:
+        welcomed.append(bool(chat.query(Welcome)) and app.runtime is not None)
+        draw()
+
+    chat._compositor_refresh = drawing
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        assert welcomed[0]
+    assert not (tmp_path / "users").exists()  # and still nothing on disk
