@@ -9,15 +9,17 @@ through rewinds and forks, and a crash after the append cannot lose it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from engine.events import LogEvent, PromptDraft
+from engine.events import PromptDraft
 from engine.log import LogWriteError, SessionLog
 
 
-def current_draft(events: Sequence[LogEvent]) -> str:
-    """The draft the newest `prompt/draft` on the line keeps ("" when none does)."""
-    for event in reversed(events):
+def current_draft(log: SessionLog) -> str:
+    """The draft the newest `prompt/draft` on the line keeps ("" when none does).
+
+    A draft is a control event (engine.log.control), so this reads the log's short
+    list of those, not every event: it runs as a resumed thread's first frame is built.
+    """
+    for event in reversed(log.control):
         if type(event) is PromptDraft:
             return event.text
     return ""
@@ -29,7 +31,7 @@ def keep_draft(log: SessionLog, text: str) -> bool:
     thread another process writes, or a failed write): the caller must save it elsewhere.
     """
     wanted = text if text.strip() else ""
-    if wanted == current_draft(log.events):
+    if wanted == current_draft(log):
         return True
     if log.read_only is not None:
         return False

@@ -145,6 +145,6 @@ def test_plain_puts_a_kept_draft_in_the_input_line(env: Env, server: ScriptedSer
     assert users[-1] == "half a thought made whole"
     view = Thread.view(env.home, "local", "t-draft", "read by the test")
     try:
-        assert current_draft(view.log.events) == ""
+        assert current_draft(view.log) == ""
     finally:
         view.close()

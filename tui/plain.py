@@ -219,7 +219,7 @@ class PlainRepl:
             " — /help for commands, Ctrl-C cancels, Ctrl-D quits"
         )
         # The prompt left unsent when the thread was last closed (engine.draft).
-        draft = "" if thread.read_only else current_draft(thread.log.events)
+        draft = "" if thread.read_only else current_draft(thread.log)
         with patch_stdout(raw=True):
             while True:
                 try:

@@ -495,7 +495,7 @@ class ChatScreen(Screen[None]):
         """The prompt left unsent when this thread was last closed comes back, ahead of
         anything typed since (engine.draft). Not into a view of a thread another process
         writes: that one has it."""
-        draft = current_draft(runtime.thread.log.events)
+        draft = current_draft(runtime.thread.log)
         if not draft or runtime.thread.read_only:
             return
         prompt = self.query_one(PromptInput)
