@@ -131,8 +131,8 @@ class ChatScreen(Screen[None]):
             self.settings.model_label, self.trove.backend, self.settings.configured
         )
         self.query_one(Transcript).marker = self.query_one(NewOutputMarker)
-        # Now, not later: a focus set after the first frame would restyle and lay out
-        # the whole screen again in a second one.
+        # Now, not after the first frame (`focus()` defers it): the first frame already
+        # shows the prompt focused, ready to type into.
         self.set_focus(prompt, scroll_visible=False)
         if not self.trove.show_opened():
             self.post_message(self.Ready())
