@@ -43,6 +43,19 @@ def _free(home, tid: str = "t-open") -> bool:
     return True
 
 
+def _hold_opens(monkeypatch) -> threading.Event:
+    """Every open waits in its thread until the returned event is set (bounded by LIMIT)."""
+    gate = threading.Event()
+    real = opening_module.open_thread
+
+    def held_open(*args, **kwargs):
+        gate.wait(LIMIT)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(opening_module, "open_thread", held_open)
+    return gate
+
+
 def _until(predicate) -> None:
     deadline = time.monotonic() + LIMIT
     while not predicate():
@@ -78,14 +91,7 @@ def test_an_open_the_app_never_took_is_closed(tmp_path):
 
 async def test_a_cancelled_wait_closes_the_thread_once_its_open_ends(tmp_path, monkeypatch):
     _thread(tmp_path)
-    gate = threading.Event()
-    real = opening_module.open_thread
-
-    def held_open(*args, **kwargs):
-        gate.wait(LIMIT)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(opening_module, "open_thread", held_open)
+    gate = _hold_opens(monkeypatch)
     config = parse_config({}, source="c.yaml", env={})
     opening = Opening(config, tmp_path, "t-open")
     assert opening.claim() and not opening.claim()
@@ -157,14 +163,7 @@ async def test_an_open_still_running_is_waited_for(tmp_path, server, monkeypatch
     from tests.tui.conftest import app_for, settle, until
 
     _thread(tmp_path)
-    gate = threading.Event()
-    real = opening_module.open_thread
-
-    def held_open(*args, **kwargs):
-        gate.wait(LIMIT)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(opening_module, "open_thread", held_open)
+    gate = _hold_opens(monkeypatch)
     config = parse_config({}, source="c.yaml", env={})
     opening = Opening(config, tmp_path, "t-open")
     app = app_for(config, tmp_path, server, thread_id="t-open", early=opening)
