@@ -8,14 +8,16 @@ tests/tui/__snapshots__, which is a link to the repository's snapshots/.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from textual.pilot import Pilot
 
+from engine import events as ev
 from engine.config import Config, parse_config
+from engine.session import Thread
 from tests.support import client_for
 from tui.app import TroveApp
 from tui.widgets.key_footer import KeyFooter
@@ -136,3 +138,15 @@ def app_factory(
         return make_app(tmp_path / "home", server, **kw)
 
     return factory
+
+
+@pytest.fixture
+def held_thread(tmp_path: Path) -> Iterator[Thread]:
+    """Thread "t-held", written by "another process": this one holds its writer lock (and
+    one message) for the test, so the app can only open a read-only view of it."""
+    holder = Thread.create(tmp_path / "home", "local", "t-held")
+    holder.log.append(ev.UserMessage(text="written by the other process"))
+    try:
+        yield holder
+    finally:
+        holder.close()

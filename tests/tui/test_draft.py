@@ -61,23 +61,18 @@ async def test_a_new_thread_with_only_an_unsent_prompt_is_kept_and_named(app_fac
     assert _drafts(tmp_path / "home") == [HALF]
 
 
-async def test_a_read_only_view_prints_the_unsent_prompt_instead(app_factory, tmp_path):
+async def test_a_read_only_view_prints_the_unsent_prompt_instead(app_factory, held_thread):
     """Another process writes the thread: the view cannot keep the draft in its log, so the
     app hands it to `tui.run`, which prints it once the terminal is back."""
-    holder = Thread.create(tmp_path / "home", "local", "t-held")
-    holder.log.append(ev.UserMessage(text="written by the other process"))
-    try:
-        app = app_factory()
-        app.start_thread = "t-held"
-        async with app.run_test(size=(100, 32)) as pilot:
-            await settle(pilot)
-            assert app.runtime.thread.read_only
-            await type_text(pilot, HALF)
-            await pilot.press("ctrl+q")
-        assert app.unsent_text == HALF
-        assert not [e for e in holder.log.events if isinstance(e, ev.PromptDraft)]
-    finally:
-        holder.close()
+    app = app_factory()
+    app.start_thread = "t-held"
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        assert app.runtime.thread.read_only
+        await type_text(pilot, HALF)
+        await pilot.press("ctrl+q")
+    assert app.unsent_text == HALF
+    assert not [e for e in held_thread.log.events if isinstance(e, ev.PromptDraft)]
 
 
 async def test_a_full_disk_at_quit_prints_the_unsent_prompt_instead(app_factory, tmp_path):

@@ -371,34 +371,27 @@ def test_an_unknown_theme_is_a_config_error(tmp_path):
     assert "\n" not in str(err.value)
 
 
-async def test_a_thread_open_in_another_process_opens_read_only(app_factory, tmp_path):
+async def test_a_thread_open_in_another_process_opens_read_only(app_factory, held_thread):
     """The second writer gets a view that says so; what the user types is kept."""
-    from engine.session import Thread
-
-    holder = Thread.create(tmp_path / "home", "local", "t-held")
-    holder.log.append(ev.UserMessage(text="written by the other process"))
-    try:
-        app = app_factory()
-        app.start_thread = "t-held"
-        async with app.run_test(size=(100, 32)) as pilot:
-            await settle(pilot)
-            assert app.runtime.thread.id == "t-held" and app.runtime.thread.read_only
-            warnings = [n.text for n in app.query(Notice) if n.has_class("-warning")]
-            assert any("open in another Trove process" in w for w in warnings)
-            await say(pilot, "my words")
-            assert app.query_one(PromptInput).text == "my words"
-            errors = [n.text for n in app.query(Notice) if n.has_class("-error")]
-            assert errors and errors[-1].startswith("Not sent: read-only view")
-            compact = await app.runtime.commands.run("/compact")
-            assert not compact.ok and "could not start" in compact.text
-            await app.runtime.commands.run("/new")  # commands still work: the way out
-            await settle(pilot)
-            assert app.runtime.thread.id != "t-held" and not app.runtime.thread.read_only
-        before = holder.log.path.read_bytes()
-        holder.log.append(ev.UserMessage(text="the holder goes on"))
-        assert holder.log.path.read_bytes().startswith(before)
-    finally:
-        holder.close()
+    app = app_factory()
+    app.start_thread = "t-held"
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        assert app.runtime.thread.id == "t-held" and app.runtime.thread.read_only
+        warnings = [n.text for n in app.query(Notice) if n.has_class("-warning")]
+        assert any("open in another Trove process" in w for w in warnings)
+        await say(pilot, "my words")
+        assert app.query_one(PromptInput).text == "my words"
+        errors = [n.text for n in app.query(Notice) if n.has_class("-error")]
+        assert errors and errors[-1].startswith("Not sent: read-only view")
+        compact = await app.runtime.commands.run("/compact")
+        assert not compact.ok and "could not start" in compact.text
+        await app.runtime.commands.run("/new")  # commands still work: the way out
+        await settle(pilot)
+        assert app.runtime.thread.id != "t-held" and not app.runtime.thread.read_only
+    before = held_thread.log.path.read_bytes()
+    held_thread.log.append(ev.UserMessage(text="the holder goes on"))
+    assert held_thread.log.path.read_bytes().startswith(before)
 
 
 async def test_prompt_keys_edit_complete_and_recall(app_factory, server):
