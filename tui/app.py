@@ -31,10 +31,11 @@ from engine.draft import keep_draft
 from engine.model import ModelClient
 from engine.runtime import Runtime
 from engine.session import list_threads, resume_hint
-from tui import code_lexers
+from tui import code_lexers, drawn_lines
 from tui.actions import app_actions
 from tui.clipboard import copy_text
 from tui.controller import ThreadController
+from tui.drawn_lines import DrawnReply, Kept
 from tui.screens.chat import ChatScreen, ChatSettings
 from tui.startup import resume_collection
 from tui.widgets.chat_message import PastReply
@@ -207,11 +208,11 @@ class TroveApp(App[int]):
             "error",
         )
 
-    def attach_runtime(self, runtime: Runtime) -> None:
+    def attach_runtime(self, runtime: Runtime, kept: Kept | None = None) -> None:
         # The thread is replayed: start-up's long-lived objects are all made (tui.startup).
         # Before its messages are built: their Markdown makes short-lived cycles.
         resume_collection()
-        self.chat.attach_runtime(runtime)
+        self.chat.attach_runtime(runtime, kept)
         # The archive, tools and notes: not needed to draw, so wired after the first frame
         # (a request or compaction before that would wire them itself).
         self.call_after_refresh(lambda: self.set_timer(COMPLETE_AFTER, runtime.complete))
@@ -219,11 +220,9 @@ class TroveApp(App[int]):
             self.call_after_refresh(
                 lambda: self.set_timer(COMPLETE_AFTER, self._highlight_code, name="lexers")
             )
+
         # After the first frames, not during them: the import competes for the GIL.
-        self.set_timer(
-            WARM_AFTER,
-            lambda: self.run_worker(self._warm(runtime), group="warm", exit_on_error=False),
-        )
+        self.set_timer(WARM_AFTER, lambda: self._warm(runtime))
 
     def detach_runtime(self, runtime: Runtime) -> None:
         self.chat.detach_runtime(runtime)
@@ -243,8 +242,10 @@ class TroveApp(App[int]):
             if reply.plain_code:
                 reply.refresh(layout=True)
 
+    @work(group="warm", exit_on_error=False)
     async def _warm(self, runtime: Runtime) -> None:
-        """Pay the model client's import before the first prompt, not on it."""
+        """Pay the model client's import before the first prompt, not on it (a worker that
+        makes its coroutine as it starts: one a quit cancels first leaves none unawaited)."""
         prepare = getattr(runtime.model, "prepare", None)
         if prepare is not None:
             await prepare()
@@ -485,9 +486,20 @@ class TroveApp(App[int]):
     async def action_quit(self) -> None:
         self._keep_draft()
         self._note_resume()
+        drawn = self._drawn_replies()
         if self.threads is not None:
             await self.threads.close()
+        if drawn is not None:
+            await asyncio.to_thread(drawn_lines.save, *drawn)
         self.exit(0)
+
+    def _drawn_replies(self) -> tuple[Path, list[DrawnReply]] | None:
+        """The newest replies' lines as drawn, for the next open's first screen
+        (tui.drawn_lines); not for a read-only view, whose thread another Trove writes."""
+        runtime = self.runtime
+        if runtime is None or runtime.thread.read_only or not runtime.thread.log.exists:
+            return None
+        return runtime.thread.dir, self.chat.drawn_replies(2 * self.size.height)
 
     def _keep_draft(self) -> None:
         """What the prompt holds, unsent, is kept in the thread's log for its next open

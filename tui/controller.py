@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from engine.backend import Backend
 from engine.commands import FrontEnd
@@ -19,7 +20,16 @@ from engine.model import ModelClient
 from engine.runtime import Runtime, open_thread
 from engine.session import Thread, ThreadNotFoundError
 from engine.surface import Surface
+from tui.drawn_lines import Kept
 from tui.opening import Opening
+
+
+class Opened(NamedTuple):
+    """What an open gives: the thread, and what was read beside it in the open's thread."""
+
+    thread: Thread
+    surface: Surface | None = None
+    kept: Kept | None = None
 
 
 class ThreadController:
@@ -29,7 +39,7 @@ class ThreadController:
         home: Path,
         *,
         front_end: FrontEnd,
-        attach: Callable[[Runtime], None],
+        attach: Callable[[Runtime, Kept | None], None],
         detach: Callable[[Runtime], None],
         model: ModelClient | None = None,
         backend: Backend | None = None,
@@ -43,31 +53,29 @@ class ThreadController:
         self.backend = backend
         self.runtime: Runtime | None = None
 
-    async def _load(
-        self, thread_id: str | None, new_id: str | None = None
-    ) -> tuple[Thread, Surface | None]:
+    async def _load(self, thread_id: str | None, new_id: str | None = None) -> Opened:
         opening = Opening(self.config, self.home, thread_id, new_id)
         opening.claim()
         return await _opened(opening)
 
-    def _start(self, thread: Thread, surface: Surface | None = None) -> None:
+    def _start(self, opened: Opened) -> None:
         runtime = Runtime.assemble(
             self.config,
             self.home,
-            thread,
-            surface=surface,
+            opened.thread,
+            surface=opened.surface,
             model=self.model,
             backend=self.backend,
             front_end=self.front_end,
             defer_continuity=True,  # the app completes it once the first frame is drawn
         )
         self.runtime = runtime
-        self._on_open(runtime)
+        self._on_open(runtime, opened.kept)
 
     def start_new(self, new_id: str | None = None) -> None:
         """Start a new thread now: it is nothing on disk until its first message
         (`Thread.pending`), so making it reads and waits on nothing."""
-        self._start(open_thread(self.config, self.home, None, new_id))
+        self._start(Opened(open_thread(self.config, self.home, None, new_id)))
 
     def start_opened(self, opening: Opening) -> bool:
         """Start the thread `opening` has already opened, now, without awaiting anything
@@ -75,7 +83,7 @@ class ThreadController:
         thread = opening.opened()
         if thread is None:
             return False
-        self._start(thread, opening.surface(thread))
+        self._start(Opened(thread, opening.surface(thread), opening.kept))
         return True
 
     async def open_first(
@@ -91,24 +99,24 @@ class ThreadController:
         problem = None
         try:
             if opening is not None:
-                thread, surface = await _opened(opening)
+                opened = await _opened(opening)
             else:
-                thread, surface = await self._load(thread_id, new_id)
+                opened = await self._load(thread_id, new_id)
         except (LogCorruptError, ThreadNotFoundError) as exc:
-            thread, surface = await self._load(None)
+            opened = await self._load(None)
             problem = str(exc)
-        self._start(thread, surface)
+        self._start(opened)
         return problem
 
     async def switch(self, thread_id: str | None) -> str | None:
         """Open another thread (or a new one), then close this one; its queue stays in its
         log. When the other thread cannot be opened, nothing changes: returns why."""
         try:
-            thread, surface = await self._load(thread_id)
+            opened = await self._load(thread_id)
         except (LogCorruptError, ThreadNotFoundError, OSError) as exc:
             return str(exc)
         await self.close()
-        self._start(thread, surface)
+        self._start(opened)
         return None
 
     async def close(self) -> None:
@@ -118,6 +126,6 @@ class ThreadController:
             await runtime.aclose()
 
 
-async def _opened(opening: Opening) -> tuple[Thread, Surface | None]:
+async def _opened(opening: Opening) -> Opened:
     thread = await opening.thread()
-    return thread, opening.surface(thread)
+    return Opened(thread, opening.surface(thread), opening.kept)

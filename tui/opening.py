@@ -25,6 +25,8 @@ from engine.config import Config
 from engine.runtime import open_thread
 from engine.session import Thread
 from engine.surface import Surface
+from tui import drawn_lines
+from tui.drawn_lines import DrawnReply
 
 
 class Opening:
@@ -37,6 +39,8 @@ class Opening:
         self._future: concurrent.futures.Future[Thread] = concurrent.futures.Future()
         self._claimed = False
         self._surface: tuple[Surface, int] | None = None
+        self.kept: dict[int, DrawnReply] = {}
+        """The replies' lines its last session drew (tui.drawn_lines), read with the open."""
         self._lock = threading.Lock()
         threading.Thread(
             target=self._open,
@@ -58,6 +62,8 @@ class Opening:
             self._surface = (Surface.from_events(thread.log.events), len(thread.log.events))
         except Exception:  # noqa: BLE001 - built again on the loop, which reports the problem
             self._surface = None
+        if thread.log.exists:
+            self.kept = drawn_lines.load(thread.dir)
         self._future.set_result(thread)
 
     def claim(self) -> bool:

@@ -46,6 +46,7 @@ from tui.bridge import (
     LogEventAppended,
     ReplyStreamed,
 )
+from tui.drawn_lines import DrawnReply, Kept
 from tui.messages import OpenBatch, PromptSubmitted, QueueItemEdit, QueueItemRemove
 from tui.typed import stray_character
 from tui.widgets.key_footer import KeyFooter
@@ -139,8 +140,9 @@ class ChatScreen(Screen[None]):
 
     # -- following a runtime ------------------------------------------------------------
 
-    def attach_runtime(self, runtime: Runtime) -> None:
-        """Show this thread: its log so far, then whatever the engine says about it."""
+    def attach_runtime(self, runtime: Runtime, kept: Kept | None = None) -> None:
+        """Show this thread: its log so far (replies in `kept` drawn from the lines its last
+        session kept: tui.drawn_lines), then whatever the engine says about it."""
         self.runtime = runtime
         self._bridge = Bridge(
             runtime, self, lambda _, notification, exc: self._display_failed(notification, exc)
@@ -159,7 +161,7 @@ class ChatScreen(Screen[None]):
             backend = self.trove.backend
             if backend is not None and tiny_offline(backend):
                 transcript.mount(TinyModelNote(backend, self.settings.config_label))
-        transcript.load(runtime.thread.log.events)
+        transcript.load(runtime.thread.log.events, kept)
         for notice in runtime.notices:
             transcript.notice(notice, "warning")
         if runtime.thread.read_only:
@@ -252,6 +254,10 @@ class ChatScreen(Screen[None]):
         inspector = self._inspector_widget
         if isinstance(event, CompactEnd | NoteSet | NoteDelete) and inspector is not None:
             inspector.refresh_data()
+
+    def drawn_replies(self, rows: int) -> list[DrawnReply]:
+        """The newest replies' lines as drawn now (tui.drawn_lines)."""
+        return self.query_one(Transcript).to_keep(rows)
 
     def _show_line(self) -> None:
         """After a rewind: the transcript and the inspector show the thread's new line."""

@@ -33,6 +33,7 @@ from textual.timer import Timer
 from textual.visual import Visual, visualize
 
 from engine.safe_text import SafeStream, safe_text
+from tui.drawn_lines import DrawnReply
 from tui.widgets.chat_message import PastReply
 
 FRAME = 1 / 30
@@ -235,6 +236,12 @@ class AssistantMessage(PastReply):
         if not self._streaming:
             return super().get_content_height(container, viewport, width)
         return len(self._stream_lines(width)) if width else 0
+
+    def to_keep(self) -> DrawnReply | None:
+        """Kept for the next open only once finished: the lines streamed are not the reply."""
+        if self._streaming or not self._finished:
+            return None
+        return super().to_keep()
 
     def render_line(self, y: int) -> Strip:
         if not self._streaming:

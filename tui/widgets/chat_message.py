@@ -7,7 +7,8 @@ through `safe_text`: Rich and Textual pass ESC and C1 controls to the terminal.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from textual.content import Content
 from textual.geometry import Size
@@ -16,7 +17,10 @@ from textual.visual import Visual
 from textual.widgets import Static
 
 from engine.safe_text import safe_text
-from tui import code_lexers
+from tui import code_lexers, drawn_lines
+
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, ConsoleRenderable
 
 
 class UserMessage(Static):
@@ -58,15 +62,20 @@ class PastReply(Static):
     PastReply.-interrupted { border-left: outer $error; }
     """
 
-    def __init__(self, text: str, *, seq: int | None = None) -> None:
-        from tui.widgets.replayed_markdown import ReplayedMarkdown
-
+    def __init__(
+        self, text: str, *, seq: int | None = None, drawn: drawn_lines.DrawnReply | None = None
+    ) -> None:
         text = safe_text(text)
-        super().__init__(ReplayedMarkdown(text))
+        super().__init__(_ReplyMarkdown(text))
         self.text = text
         self.seq = seq
         self._drawn_lines: tuple[Any, list[Strip]] | None = None
         """The reply's lines and what they were rendered for (see `_reply_lines`)."""
+        if drawn is not None and drawn.digest != drawn_lines.digest(text):
+            drawn = None
+        self._kept = drawn
+        """Its lines as the last session drew them (tui.drawn_lines), until they are used
+        or no longer fit."""
         self.plain_code = False
         """Whether its lines hold a code block drawn plain while its lexer was being
         built (tui.code_lexers): they are drawn again once it is."""
@@ -88,11 +97,41 @@ class PastReply(Static):
         cached = self._drawn_lines
         if cached is not None and cached[0] == self._key(width):
             return cached[1]
+        kept = self._kept_lines(width)
+        if kept is not None:
+            self._drawn_lines = (self._key(width), kept)
+            return kept
         plain_before = code_lexers.plain_drawn
         lines = Visual.to_strips(self, self.visual, width, None, self.visual_style)
         self.plain_code = code_lexers.plain_drawn != plain_before
         self._drawn_lines = (self._key(width), lines)
         return lines
+
+    def _kept_lines(self, width: int) -> list[Strip] | None:
+        """The lines kept from the last session, if they were drawn for this width and style
+        with nothing highlighted (then used once: from there on they are the drawn lines)."""
+        kept = self._kept
+        if kept is None or kept.width != width or self.highlight_link_id:
+            return None
+        if kept.style != drawn_lines.style_key(self.app.theme, self.visual_style):
+            return None
+        self._kept = None
+        return kept.strips()
+
+    def to_keep(self) -> drawn_lines.DrawnReply | None:
+        """Its lines as drawn now, to be kept for the next open (None: nothing that may be
+        kept: not drawn yet, drawn for another width, highlighted, or with plain code)."""
+        cached = self._drawn_lines
+        width = self.content_region.width
+        if self.seq is None or cached is None or self.plain_code or self.highlight_link_id:
+            return None
+        if self.text_selection is not None or cached[0] != self._key(width):
+            return None
+        lines = drawn_lines.encode_lines(cached[1])
+        if lines is None:
+            return None
+        style = drawn_lines.style_key(self.app.theme, self.visual_style)
+        return drawn_lines.DrawnReply(self.seq, drawn_lines.digest(self.text), width, style, lines)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         lines = self._reply_lines(width) if width else None
@@ -106,6 +145,22 @@ class PastReply(Static):
         if lines is None:
             return super().render_line(y)
         return lines[y] if 0 <= y < len(lines) else Strip.blank(width, self.visual_style.rich_style)
+
+
+class _ReplyMarkdown:
+    """A reply's Markdown, parsed when it is first drawn: a reply drawn from the lines the
+    last session kept (tui.drawn_lines) never loads a parser."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._markdown: ConsoleRenderable | None = None
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Any]:
+        if self._markdown is None:
+            from tui.widgets.replayed_markdown import ReplayedMarkdown
+
+            self._markdown = ReplayedMarkdown(self.text)
+        yield self._markdown
 
 
 class Notice(Static):

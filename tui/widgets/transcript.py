@@ -22,6 +22,7 @@ from textual.worker import Worker
 
 from engine import events as ev
 from engine.events import LogEvent
+from tui.drawn_lines import DrawnReply, Kept
 from tui.widgets.chat_message import Notice, PastReply, UserMessage
 from tui.widgets.checkpoint_block import CheckpointBlock
 from tui.widgets.load_button import LoadButton
@@ -39,6 +40,8 @@ FILL_STEP = 24
 """Events of the opening chunk mounted per frame once the first screenful is drawn."""
 FILL_AFTER = 0.1
 """Seconds after the first frame before the fill starts (work that would delay it)."""
+MAX_KEPT = 40
+"""Replies kept for the next open at most (tui.drawn_lines)."""
 FINISHING = "finishing-reply"
 """Worker group of replies whose final render is running."""
 FILLING = "filling-chunk"
@@ -107,6 +110,8 @@ class Transcript(VerticalScroll):
         """Where the opening chunk starts while its older part is still being mounted."""
         self._fill_interrupted = False
         """`_interrupted` as it stood at the start of the opening chunk (for the fill)."""
+        self.kept: Kept = {}
+        """Replies' lines as the last session drew them, by seq (tui.drawn_lines)."""
 
     def _size_updated(
         self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
@@ -151,7 +156,7 @@ class Transcript(VerticalScroll):
                 message: Widget = (
                     _assistant_message()(content, seq=event.seq)
                     if live
-                    else PastReply(content, seq=event.seq)
+                    else PastReply(content, seq=event.seq, drawn=self.kept.get(event.seq))
                 )
                 if event.cancelled:
                     message.add_class("-cancelled")
@@ -350,14 +355,16 @@ class Transcript(VerticalScroll):
             widgets.extend(self._build(event))
         return widgets
 
-    def load(self, events: Iterable[LogEvent]) -> None:
+    def load(self, events: Iterable[LogEvent], kept: Kept | None = None) -> None:
         """Show the newest part of a thread; earlier parts load on demand.
 
         Only about a screenful of the newest events is built before the first
         frame; the rest of the opening chunk is mounted above it afterwards, a
         few events a frame (`_fill`): building and laying out a whole chunk
-        of rendered Markdown is most of a long thread's resume.
+        of rendered Markdown is most of a long thread's resume. Replies in
+        `kept` (tui.drawn_lines) are drawn from the lines kept there.
         """
+        self.kept = kept or {}
         self.events = list(events)
         self._results = {}
         self._indexed_from = len(self.events)
@@ -444,6 +451,20 @@ class Transcript(VerticalScroll):
         self._update_buttons()
         if self._end >= len(self.events):
             self.anchor()
+
+    def to_keep(self, rows: int) -> list[DrawnReply]:
+        """The newest replies' lines as drawn now, about `rows` of them, to keep for the next
+        open (whose first screen shows about that many of the newest)."""
+        kept: list[DrawnReply] = []
+        for widget in reversed(self._content()):
+            if rows <= 0 or len(kept) >= MAX_KEPT:
+                break
+            if isinstance(widget, PastReply):
+                drawn = widget.to_keep()
+                if drawn is not None:
+                    kept.append(drawn)
+            rows -= widget.outer_size.height
+        return kept
 
     def _content(self) -> list[Widget]:
         return [c for c in self.children if not isinstance(c, LoadButton)]
