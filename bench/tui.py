@@ -1140,9 +1140,10 @@ def bench_resume(work: Path, base_url: str, sizes: Sequence[int], runs: int) -> 
             walls["bare"].append((records[0]["ready"] - spawned) * 1000)
         for size in sizes:
             # Cold: nothing kept from a last session (after a crash, or an upgrade of the
-            # renderer). Its quit keeps the newest replies' lines, as a user's Ctrl+Q does,
-            # so the next run is the usual resume: the thread quit last time.
+            # renderer): no drawn lines, no replay snapshot. Its quit keeps both, as a
+            # user's Ctrl+Q does, so the next run is the usual resume of a thread quit.
             (threads[size][3] / "drawn.json").unlink(missing_ok=True)
+            (threads[size][3] / "session.jsonl.replay").unlink(missing_ok=True)
             spawned, records = run_child("resume", "trove", threads[size][0], [], 120)
             if i:
                 cold[size].append((records[0]["ready"] - spawned) * 1000)
@@ -1155,7 +1156,8 @@ def bench_resume(work: Path, base_url: str, sizes: Sequence[int], runs: int) -> 
         "4. resume with --thread to a ready prompt (spawn -> the end of the first frame "
         f"drawn with the prompt focused and the thread open), median of {runs}, alternating "
         "with the baseline's launch; each size opened cold (nothing kept from a last "
-        "session), then as it was quit (the newest replies' drawn lines kept at Ctrl+Q)"
+        "session), then as it was quit (Ctrl+Q keeps the newest replies' drawn lines and, "
+        "for a long log, a replay snapshot)"
     )
     print(f"   baseline launch: {bare:.0f} ms (runs {' '.join(f'{v:.0f}' for v in walls['bare'])})")
     for size in sizes:

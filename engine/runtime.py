@@ -21,6 +21,7 @@ from engine.config import Config
 from engine.driver import Driver
 from engine.events import CompactArchived, CompactEnd, LogEvent, UserMessage
 from engine.model import ModelClient
+from engine.offload import run_drained
 from engine.port import (
     DriverRelay,
     EngineState,
@@ -290,7 +291,11 @@ class Runtime(Struct):
             self.thread.log.flush()
         except OSError as exc:
             self.notices.append(f"could not fsync {self.thread.log.path}: {exc}")
-        self.thread.close()
+        try:
+            # A long thread's next open decodes its events from a snapshot (engine.log.snapshot).
+            await run_drained(self.thread.log.keep_snapshot)
+        finally:
+            self.thread.close()
 
 
 def _wire_continuity(

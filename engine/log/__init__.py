@@ -8,7 +8,9 @@ Each line is one `engine.events` Struct: a load gives typed events (or one
 `file:line` error), and an append takes a typed payload and stamps it.
 
 Rooms: `line_codec` (one line to one event and back; `LogCorruptError`),
-`replay` (a whole file read back, the torn tail found), `brackets`
+`replay` (a whole file read back, the torn tail found), `snapshot` (a long
+log's events kept as msgpack beside it, used only while the log still begins
+with the bytes they came from), `brackets`
 (`TailState`: the open turn, the open compaction, the end-seed) and
 `session_log` (`SessionLog`, appending; `LogWriteError`). Import from
 `engine.log`; the rooms are its implementation.

@@ -36,7 +36,7 @@ _SEQ = operator.attrgetter("seq")
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 
-def decode_lines(lines: Iterable[bytes]) -> list[LogEvent] | None:
+def decode_lines(lines: Iterable[bytes], first_seq: int = 1) -> list[LogEvent] | None:
     """The typed decode of every line (a trailing newline is fine): the fast path.
 
     Line by line, because joining the file into one array copies it and
@@ -48,8 +48,8 @@ def decode_lines(lines: Iterable[bytes]) -> list[LogEvent] | None:
         events: list[LogEvent] = list(map(_LINE_DECODER.decode, lines))
     except _DECODE_ERRORS:
         return None
-    # Every seq in order from 1, compared in C (a Python loop is ~10 % of a replay).
-    if list(map(_SEQ, events)) != list(range(1, len(events) + 1)):
+    # Every seq in order from `first_seq`, compared in C (a Python loop is ~10 % of a replay).
+    if list(map(_SEQ, events)) != list(range(first_seq, first_seq + len(events))):
         return None
     return events
 

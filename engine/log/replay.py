@@ -15,6 +15,7 @@ from msgspec import Struct
 
 from engine.collector import paused_gc
 from engine.events import LogEvent
+from engine.log import snapshot
 from engine.log.line_codec import decode_lines, parse_line
 
 
@@ -22,16 +23,50 @@ class LoadResult(Struct):
     events: list[LogEvent]
     torn: str | None
     good_bytes: int
+    from_snapshot: int = 0
+    """How many of the events the snapshot gave (0: every line was decoded)."""
 
 
 def read_events(path: Path) -> LoadResult:
-    """Parse a log file; a torn last line is reported, any other bad line raises."""
+    """Parse a log file; a torn last line is reported, any other bad line raises.
+
+    A long log's snapshot (engine.log.snapshot) stands for the lines it covers
+    when the log still begins with exactly those bytes; the lines after it,
+    and every line when there is no usable snapshot, are decoded here.
+    """
     with paused_gc():
+        kept = snapshot.load(path)
+        if kept is not None:
+            resumed = _read_after(path, kept)
+            if resumed is not None:
+                return resumed
         return _read_events(path)
 
 
-def _read_events(path: Path) -> LoadResult:
-    data = path.read_bytes() if path.exists() else b""
+def _read_after(path: Path, kept: snapshot.Snapshot) -> LoadResult | None:
+    """The snapshot's events and the log's lines after them (None: the log does not begin
+    with the bytes the snapshot covers, or a line after them is bad: the whole file is
+    read the careful way, which names it)."""
+    try:
+        with path.open("rb") as fh:
+            if snapshot.crc_of_prefix(fh, kept.covered) != kept.crc:
+                return None
+            data = fh.read()
+    except OSError:
+        return None
+    before = len(kept.events)
+    lines, torn, cut = _lines(path, data, before)
+    parsed = decode_lines(lines, first_seq=before + 1)
+    if parsed is None:
+        return None
+    events = kept.events
+    events.extend(parsed)
+    return LoadResult(events, torn, kept.covered + cut, before)
+
+
+def _lines(path: Path, data: bytes, before: int) -> tuple[Iterator[bytes], str | None, int]:
+    """The whole lines of `data` (the log after its first `before` lines), a report of a
+    torn last line if there is one, and how many bytes the whole lines take."""
     cut = data.rfind(b"\n") + 1
     tail = data[cut:]
     torn: str | None = None
@@ -44,12 +79,18 @@ def _read_events(path: Path) -> LoadResult:
         # No trailing newline: the write was cut short by a crash.
         count = data.count(b"\n")
         torn = (
-            f"{path}:{count + 1}: ignored a torn last line "
+            f"{path}:{before + count + 1}: ignored a torn last line "
             f"({len(tail)} bytes) left by an interrupted write"
         )
         lines = itertools.islice(lines, count)
     elif tail:
         lines = itertools.islice(lines, data.count(b"\n"))  # blanks after the last line: ignored
+    return lines, torn, cut
+
+
+def _read_events(path: Path) -> LoadResult:
+    data = path.read_bytes() if path.exists() else b""
+    lines, torn, cut = _lines(path, data, 0)
     parsed = decode_lines(lines)
     if parsed is not None:
         return LoadResult(parsed, torn, cut)

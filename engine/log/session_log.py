@@ -19,7 +19,7 @@ from msgspec.structs import replace
 
 from engine.collector import paused_gc
 from engine.events import Event, LogEvent, SessionRewind, TurnStart, UnknownEvent
-from engine.log import control
+from engine.log import control, snapshot
 from engine.log.brackets import TailState
 from engine.log.line import current_line
 from engine.log.line_codec import encode_line
@@ -122,6 +122,9 @@ class SessionLog:
         self.torn_report: str | None = None
         self.read_only: str | None = None
         """Why appends are refused (None: they are not): another process holds the thread."""
+        self.snapshot_events = 0
+        """Events the replay snapshot beside the file holds (engine.log.snapshot), as far
+        as this log knows: the one it was loaded with, or wrote."""
         self._fd: int | None = None
         self._size = 0
         self._broken: str | None = None
@@ -174,6 +177,7 @@ class SessionLog:
         else:
             log.read_only = read_only
         log.events = log.file_events = loaded.events
+        log.snapshot_events = loaded.from_snapshot
         with paused_gc():
             log.control = control.replay(log.events, log.tail)
             if any(type(event) is SessionRewind for event in log.control):
@@ -290,6 +294,20 @@ class SessionLog:
         """fsync: the bytes are on disk, not just in the OS cache."""
         if self._fd is not None:
             os.fsync(self._fd)
+
+    def keep_snapshot(self) -> bool:
+        """Write the replay snapshot (engine.log.snapshot) if the log is long and the one
+        beside it is well behind; only the writer does, with nothing being appended (as
+        it closes). Blocking (it reads and writes the whole log's worth): off the loop."""
+        if self.read_only is not None or self._fd is None or self._broken is not None:
+            return False
+        events = self.file_events
+        if not snapshot.worth_writing(events, self.snapshot_events):
+            return False
+        if not snapshot.write(self.path, list(events), self._size):
+            return False
+        self.snapshot_events = len(events)
+        return True
 
     def close(self) -> None:
         if self._fd is not None:

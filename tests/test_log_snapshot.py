@@ -1,0 +1,209 @@
+"""The replay snapshot (engine.log.snapshot): a long log's events decoded from msgpack on
+open, but only while the log still begins with the bytes the snapshot was made from.
+
+Every open with a snapshot is checked against a plain decode of the same file:
+the snapshot may only ever save time, never change what a log holds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine import events as ev
+from engine.log import LogCorruptError, SessionLog, read_events, snapshot
+from engine.log.replay import _read_events
+
+COUNT = 60
+
+
+@pytest.fixture(autouse=True)
+def _short_logs_are_long(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Snapshots for logs of tens of events, so each test writes one in milliseconds."""
+    monkeypatch.setattr(snapshot, "MIN_EVENTS", 40)
+    monkeypatch.setattr(snapshot, "STALE_EVENTS", 10)
+
+
+def _write(path: Path, n: int, start: int = 0) -> SessionLog:
+    log = SessionLog.open(path)
+    for i in range(start, start + n):
+        log.append(ev.TurnStart(turn=i + 1, items=[]))
+        log.append(ev.UserMessage(text=f"question {i} about 上下文 and the log"))
+        log.append(
+            ev.AssistantMessage(content=f"answer {i}\n\n- one\n- two", tool_calls=[], model="m")
+        )
+        log.append(ev.TurnEnd(turn=i + 1, status="ok"))
+    return log
+
+
+def _plain(path: Path) -> list[ev.LogEvent]:
+    """The log decoded line by line, no snapshot."""
+    return _read_events(path).events
+
+
+def _snapshotted(path: Path, n: int = COUNT // 4) -> SessionLog:
+    log = _write(path, n)
+    assert log.keep_snapshot()
+    log.close()
+    assert snapshot.path_for(path).exists()
+    return log
+
+
+def test_a_long_log_closed_by_its_writer_opens_from_its_snapshot(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    _snapshotted(path)
+    loaded = read_events(path)
+    assert loaded.from_snapshot == COUNT
+    assert loaded.events == _plain(path)
+    assert loaded.good_bytes == path.stat().st_size
+
+    log = SessionLog.open(path)
+    assert log.snapshot_events == COUNT
+    assert not log.keep_snapshot()  # nothing new: the snapshot it has is current
+    log.close()
+
+
+def test_a_short_log_keeps_no_snapshot(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    log = _write(path, 5)
+    assert not log.keep_snapshot()
+    log.close()
+    assert not snapshot.path_for(path).exists()
+
+
+def test_lines_after_the_snapshot_are_decoded_from_the_log(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    _snapshotted(path)
+    log = _write(path, 2, start=COUNT // 4)  # 8 events: not yet worth a new snapshot
+    assert not log.keep_snapshot()
+    log.close()
+    loaded = read_events(path)
+    assert loaded.from_snapshot == COUNT
+    assert len(loaded.events) == COUNT + 8
+    assert loaded.events == _plain(path)
+
+    log = _write(path, 1, start=COUNT // 4 + 2)  # 12 past the snapshot: rewritten
+    assert log.keep_snapshot()
+    log.close()
+    assert read_events(path).from_snapshot == COUNT + 12
+
+
+def test_a_torn_line_after_the_snapshot_is_cut_and_kept_as_always(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    _snapshotted(path)
+    with path.open("ab") as fh:
+        fh.write(b'{"seq": 61, "ts": "2025-01-01T00:00:00.000Z", "kind": "user/mess')
+    loaded = read_events(path)
+    assert loaded.from_snapshot == COUNT
+    assert loaded.torn is not None and f"{path}:{COUNT + 1}:" in loaded.torn
+    log = SessionLog.open(path)
+    assert log.torn_report is not None
+    assert len(log.events) == COUNT
+    assert (tmp_path / f"session.jsonl.torn-{COUNT + 1}").exists()
+    log.append(ev.UserMessage(text="after the crash"))
+    log.close()
+    assert [e.seq for e in _plain(path)] == list(range(1, COUNT + 2))
+
+
+def test_a_log_changed_under_its_snapshot_is_read_from_its_lines(tmp_path: Path) -> None:
+    """Repaired by hand (the same length, one word changed), or cut short: the snapshot
+    no longer stands for the log and is not used."""
+    path = tmp_path / "session.jsonl"
+    _snapshotted(path)
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b"question 3 ", b"QUESTION 3 ", 1))
+    loaded = read_events(path)
+    assert loaded.from_snapshot == 0
+    assert any(getattr(e, "text", "").startswith("QUESTION 3") for e in loaded.events)
+
+    path.write_bytes(data[: data.rindex(b"\n", 0, len(data) // 2) + 1])
+    loaded = read_events(path)
+    assert loaded.from_snapshot == 0
+    assert loaded.events == _plain(path)
+
+
+def test_a_damaged_snapshot_is_a_miss(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    _snapshotted(path)
+    kept = snapshot.path_for(path)
+    whole = kept.read_bytes()
+    flipped = bytearray(whole)
+    flipped[len(whole) // 2] ^= 0x20  # one letter's case in the body: the body CRC differs
+    for damaged in (bytes(flipped), whole[:-7], whole[:10], b"", b"garbage" * 100):
+        kept.write_bytes(damaged)
+        loaded = read_events(path)
+        assert loaded.from_snapshot == 0
+        assert loaded.events == _plain(path)
+
+
+def test_a_bad_line_after_the_snapshot_is_named_as_always(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    _snapshotted(path)
+    with path.open("ab") as fh:
+        fh.write(b"not json\n")
+        fh.write(b'{"seq": 62, "ts": "2025-01-01T00:00:00.000Z", "kind": "turn/end"}\n')
+    with pytest.raises(LogCorruptError) as raised:
+        read_events(path)
+    assert raised.value.line == COUNT + 1
+
+
+def test_events_of_an_unknown_kind_are_kept_and_never_snapshotted(tmp_path: Path) -> None:
+    """A kind a newer Trove wrote cannot be read back typed from msgpack: its log keeps
+    no snapshot, and one after a snapshot is read the careful way, kept as it is."""
+    path = tmp_path / "session.jsonl"
+    _snapshotted(path)
+    with path.open("ab") as fh:
+        fh.write(b'{"seq": 61, "ts": "2025-01-01T00:00:00.000Z", "kind": "future/thing"}\n')
+    log = SessionLog.open(path)
+    assert type(log.events[-1]) is ev.UnknownEvent
+    assert log.snapshot_events == 0
+    for i in range(12):
+        log.append(ev.UserMessage(text=f"more {i}"))
+    assert not log.keep_snapshot()
+    log.close()
+    assert read_events(path).from_snapshot == 0
+
+
+def test_a_rewound_log_opens_on_the_same_line_from_its_snapshot(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    log = _write(path, COUNT // 4)
+    log.append(ev.SessionRewind(after=20))
+    log.append(ev.UserMessage(text="the other way"))
+    line = [e.seq for e in log.events]
+    assert log.keep_snapshot()
+    log.close()
+    again = SessionLog.open(path)
+    assert again.snapshot_events == COUNT + 2
+    assert [e.seq for e in again.events] == line
+    again.close()
+
+
+def test_a_read_only_log_writes_no_snapshot(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    _write(path, COUNT // 4).close()
+    view = SessionLog.open(path, read_only="another Trove writes it")
+    assert not view.keep_snapshot()
+    assert not snapshot.path_for(path).exists()
+
+
+async def test_closing_a_long_threads_runtime_keeps_its_snapshot(tmp_path: Path, server) -> None:
+    """What every front end does at quit (`Runtime.aclose`), off the loop."""
+    from engine.config import parse_config
+    from engine.runtime import Runtime, open_thread
+    from tests.support import client_for
+
+    home = tmp_path / "home"
+    config = parse_config(
+        {"model": {"base_url": server.base_url, "api_key": "k", "max_retries": 0}},
+        source="test",
+        env={},
+    )
+    writer = open_thread(config, home, None, "t-long")
+    for i in range(COUNT):
+        writer.log.append(ev.UserMessage(text=f"message {i}"))
+    path = writer.log.path
+    runtime = Runtime.assemble(config, home, writer, model=client_for(server))
+    await runtime.aclose()
+    loaded = read_events(path)
+    assert loaded.from_snapshot == len(loaded.events) >= COUNT
