@@ -499,7 +499,7 @@ class TroveApp(App[int]):
         runtime = self.runtime
         if runtime is None or runtime.thread.read_only or not runtime.thread.log.exists:
             return None
-        return runtime.thread.dir, self.chat.drawn_replies(2 * self.size.height)
+        return runtime.thread.dir, self.chat.drawn_replies()
 
     def _keep_draft(self) -> None:
         """What the prompt holds, unsent, is kept in the thread's log for its next open

@@ -167,3 +167,29 @@ async def test_a_read_only_view_keeps_no_lines(app_factory, held_thread, tmp_pat
         assert app.runtime.thread.read_only
         await pilot.press("ctrl+q")
     assert not (held_thread.dir / drawn_lines.FILE_NAME).exists()
+
+
+async def test_every_reply_the_next_open_builds_first_is_kept(app_factory, server, tmp_path):
+    """Not only those on screen at quit: the next open builds about a screen and a half of
+    the newest events, by an estimate from their text, before its first frame; each
+    reply it then had to render itself would load the Markdown parser. Wide (CJK) text
+    takes twice the rows the estimate counts, so counting drawn rows is not enough."""
+    wide = "上下文压缩会话日志搜索结果" * 7  # 91 characters, 182 cells: two rows each
+    long_replies = [f"Reply {n}.\n\n" + "\n\n".join([wide] * 6) for n in range(6)]
+    server.script(*(s.text(reply) for reply in long_replies))
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        for n in range(6):
+            await say(pilot, f"question {n}")
+        await pilot.press("ctrl+q")
+    assert len(drawn_lines.load(_kept_file(tmp_path / "home").parent)) == 6
+
+    again = app_factory()
+    again.start_thread = TID
+    async with again.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        replies = _replies(again)
+        assert len(replies) == 6
+        assert not any(_parsed(reply) for reply in replies)
+        await pilot.press("ctrl+q")

@@ -255,9 +255,9 @@ class ChatScreen(Screen[None]):
         if isinstance(event, CompactEnd | NoteSet | NoteDelete) and inspector is not None:
             inspector.refresh_data()
 
-    def drawn_replies(self, rows: int) -> list[DrawnReply]:
+    def drawn_replies(self) -> list[DrawnReply]:
         """The newest replies' lines as drawn now (tui.drawn_lines)."""
-        return self.query_one(Transcript).to_keep(rows)
+        return self.query_one(Transcript).to_keep()
 
     def _show_line(self) -> None:
         """After a rewind: the transcript and the inspector show the thread's new line."""

@@ -381,13 +381,14 @@ class Transcript(VerticalScroll):
         if self._fill_to is not None:
             self.run_worker(self._fill(), group=FILLING, exclusive=True, exit_on_error=False)
 
-    def _screenful(self, start: int) -> int:
-        """Where the newest events that (about) fill the screen begin, not before `start`.
+    def _screenful(self, start: int, *, screens: float = 1.5) -> int:
+        """Where the newest events that (about) fill `screens` screens begin, not before
+        `start`.
 
         Estimated from the text: lines and wrapped width, a margin line each.
         """
         width = max(20, self.app.size.width - 4)
-        wanted = self.app.size.height * 3 // 2
+        wanted = int(self.app.size.height * screens)
         rows = 0
         index = self._end
         while index > start and rows < wanted:
@@ -452,18 +453,22 @@ class Transcript(VerticalScroll):
         if self._end >= len(self.events):
             self.anchor()
 
-    def to_keep(self, rows: int) -> list[DrawnReply]:
-        """The newest replies' lines as drawn now, about `rows` of them, to keep for the next
-        open (whose first screen shows about that many of the newest)."""
+    def to_keep(self) -> list[DrawnReply]:
+        """The lines of the replies the next open at this size builds before its first
+        frame (`load`: the newest screenful, by the same estimate, twice over for a margin),
+        as drawn now: every one of them it has to render itself loads the Markdown parser."""
+        if self._end < len(self.events):
+            return []  # reading older history: the newest replies are not mounted
+        first = self._screenful(max(0, self._end - CHUNK), screens=3)
+        since = self.events[first].seq if first < len(self.events) else 0
         kept: list[DrawnReply] = []
         for widget in reversed(self._content()):
-            if rows <= 0 or len(kept) >= MAX_KEPT:
+            if len(kept) >= MAX_KEPT:
                 break
-            if isinstance(widget, PastReply):
+            if isinstance(widget, PastReply) and (widget.seq or 0) >= since:
                 drawn = widget.to_keep()
                 if drawn is not None:
                     kept.append(drawn)
-            rows -= widget.outer_size.height
         return kept
 
     def _content(self) -> list[Widget]:
