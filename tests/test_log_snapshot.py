@@ -207,3 +207,14 @@ async def test_closing_a_long_threads_runtime_keeps_its_snapshot(tmp_path: Path,
     await runtime.aclose()
     loaded = read_events(path)
     assert loaded.from_snapshot == len(loaded.events) >= COUNT
+
+
+def test_a_snapshot_a_kill_left_half_written_is_overwritten_not_left(tmp_path: Path) -> None:
+    """The writer's temporary copy has one name: a crash's leftover (tens of MB for a long
+    thread) is taken over by the next write, and none is left beside the log."""
+    path = tmp_path / "session.jsonl"
+    leftover = tmp_path / ".session.jsonl.replay.tmp"
+    leftover.write_bytes(b"trove replay 1\n" + b"\0" * 4096)  # a write cut short
+    _snapshotted(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["session.jsonl", "session.jsonl.replay"]
+    assert read_events(path).from_snapshot == COUNT

@@ -23,7 +23,6 @@ import contextlib
 import hashlib
 import importlib.util
 import os
-import secrets
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -167,7 +166,9 @@ def save(thread_dir: Path, replies: Iterable[DrawnReply]) -> None:
     file unused or as it was, never an error: it only saves the next open some work."""
     replies = list(replies)
     path = thread_dir / FILE_NAME
-    temporary = path.with_name(f".{FILE_NAME}.{os.getpid()}.{secrets.token_hex(4)}")
+    # One name: only the thread's writer (it holds the lock) keeps its lines, and a copy a
+    # kill left half written is overwritten by the next, not left behind.
+    temporary = path.with_name(f".{FILE_NAME}.tmp")
     try:
         if not replies:
             path.unlink(missing_ok=True)

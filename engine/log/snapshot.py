@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
-import secrets
 import struct
 import zlib
 from collections.abc import Iterator
@@ -149,7 +148,9 @@ def write(log_path: Path, events: list[LogEvent], covered: int) -> bool:
     body = _ENCODER.encode(events)
     header = MAGIC + _HEADER.pack(covered, crc, len(events), zlib.crc32(body))
     target = path_for(log_path)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    # One name: only the thread's writer (it holds the lock) writes a snapshot, and a copy
+    # a kill left half written (tens of MB) is overwritten by the next, not left behind.
+    temporary = target.with_name(f".{target.name}.tmp")
     try:
         with os.fdopen(open_private(temporary, os.O_WRONLY | os.O_TRUNC), "wb") as out:
             out.write(header)
