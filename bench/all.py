@@ -42,7 +42,12 @@ def _env() -> dict[str, str]:
 
 
 def run(name: str) -> list[str]:
-    """Run one benchmark, echoing its output; the lines that state a target."""
+    """Run one benchmark, echoing its output; the lines that state a target.
+
+    The disk is synced first: the benchmark before may leave hundreds of MB written but
+    not yet on disk (threads of 100,000 messages, archives at their ceiling), and their
+    write-back would otherwise land in this one's timings."""
+    os.sync()
     print(f"\n=== bench/{name}.py", flush=True)
     started = time.perf_counter()
     process = subprocess.Popen(
