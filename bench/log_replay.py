@@ -1,6 +1,6 @@
 """Benchmark: replaying session logs and resuming a thread (no model server needed).
 
-    python bench/log_replay.py [--runs 5] [--sizes 10000 100000] [--resume-size 10000]
+    python bench/log_replay.py [--runs 9] [--sizes 10000 100000] [--resume-size 10000]
 
 Generates realistic logs (queued prompts, turns, tool round trips with results,
 assistant replies carrying usage, the odd injection) in a temporary directory,
@@ -247,7 +247,7 @@ def _verdict(ok: bool) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--resume-size", type=int, default=10_000)
     args = parser.parse_args(argv)

@@ -1,6 +1,6 @@
 """Benchmark: the Textual app, against the TUI targets in DESIGN.md.
 
-    python bench/tui.py [--runs 5] [--keys 200] [--stream-runs 3] [--big-sizes 10000,100000]
+    python bench/tui.py [--runs 9] [--keys 200] [--stream-runs 3] [--big-sizes 10000,100000]
                         [--only launch,keys,stream,big]
 
 Every figure comes from a fresh `trove` process started the way the `trove`
@@ -1251,7 +1251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cut = argv.index("--")
         argv, rest = argv[:cut], argv[cut + 1 :]
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=5, help="launch runs per app (median)")
+    parser.add_argument("--runs", type=int, default=9, help="launch runs per app (median)")
     parser.add_argument("--keys", type=int, default=200, help="keystrokes to time")
     parser.add_argument("--stream-runs", type=int, default=3, help="streamed replies to time")
     parser.add_argument(
@@ -1259,7 +1259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="10000,100000",
         help="comma-separated message counts of the resumed threads (the first is also scrolled)",
     )
-    parser.add_argument("--big-runs", type=int, default=5, help="resume runs per size (median)")
+    parser.add_argument("--big-runs", type=int, default=9, help="resume runs per size (median)")
     parser.add_argument(
         "--load-budget",
         type=float,
