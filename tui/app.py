@@ -220,7 +220,6 @@ class TroveApp(App[int]):
             self.call_after_refresh(
                 lambda: self.set_timer(COMPLETE_AFTER, self._highlight_code, name="lexers")
             )
-
         # After the first frames, not during them: the import competes for the GIL.
         self.set_timer(WARM_AFTER, lambda: self._warm(runtime))
 

@@ -48,10 +48,15 @@ def decode_lines(lines: Iterable[bytes], first_seq: int = 1) -> list[LogEvent] |
         events: list[LogEvent] = list(map(_LINE_DECODER.decode, lines))
     except _DECODE_ERRORS:
         return None
-    # Every seq in order from `first_seq`, compared in C (a Python loop is ~10 % of a replay).
-    if list(map(_SEQ, events)) != list(range(first_seq, first_seq + len(events))):
+    if not in_order(events, first_seq):
         return None
     return events
+
+
+def in_order(events: list[LogEvent], first_seq: int = 1) -> bool:
+    """Every seq in order from `first_seq`, as a log's lines are numbered; compared in C
+    (a Python loop is ~10 % of a replay)."""
+    return list(map(_SEQ, events)) == list(range(first_seq, first_seq + len(events)))
 
 
 def _check(path: Path, lineno: int, event: Any, expected: int) -> None:

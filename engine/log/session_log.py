@@ -304,7 +304,7 @@ class SessionLog:
         events = self.file_events
         if not snapshot.worth_writing(events, self.snapshot_events):
             return False
-        if not snapshot.write(self.path, list(events), self._size):
+        if not snapshot.write(self.path, events, self._size):
             return False
         self.snapshot_events = len(events)
         return True

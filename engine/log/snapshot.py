@@ -29,6 +29,7 @@ import msgspec
 from msgspec import Struct
 
 from engine.events import KnownEvent, LogEvent, UnknownEvent
+from engine.log.line_codec import in_order
 from engine.private import open_private
 
 SUFFIX = ".replay"
@@ -90,7 +91,7 @@ def _decode(data: mmap.mmap) -> Snapshot | None:
                 return None
         finally:
             body.release()
-    if len(events) != count or not _numbered(events):
+    if len(events) != count or not in_order(events):
         return None
     return Snapshot(events, covered, crc)
 
@@ -102,18 +103,12 @@ def _mapped(fh: IO[bytes], length: int = 0) -> Iterator[mmap.mmap]:
         yield data
 
 
-def _numbered(events: list[LogEvent]) -> bool:
-    """Seqs 1, 2, 3 …: what a log's events are."""
-    return list(map(_seq, events)) == list(range(1, len(events) + 1))
-
-
-def _seq(event: LogEvent) -> int:
-    return event.seq
-
-
 def crc_of_prefix(fh: IO[bytes], size: int) -> int | None:
     """The CRC-32 of the file's first `size` bytes (None: the file is shorter), mapped
-    rather than read (see `load`). Leaves `fh` just after them."""
+    rather than read (see `load`). Leaves `fh` just after them.
+
+    A mapped file cut short under the mapping would fault; Trove never cuts a log
+    below what a snapshot covers (a torn tail is cut, and it lies after those bytes)."""
     if os.fstat(fh.fileno()).st_size < size:
         return None
     if size == 0:
