@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         print("log replay: SessionLog.open + Surface.from_events")
         print(
             f"  {'events':>8}  {'log size':>9}  {'B/event':>7}  {'median':>9}  {'events/s':>9}"
-            f"  {'orjson':>9}  {'typed':>9}  target"
+            f"  {'orjson':>9}  {'typed':>9}"
         )
         for size in args.sizes:
             path = root / f"replay-{size}" / LOG_NAME
@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"  {count:>8,}  {size_bytes / 2**20:>5.1f} MiB  {size_bytes // count:>7,}"
                 f"  {median * 1000:>6.1f} ms  {rate:>9,.0f}"
                 f"  {count / floor:>9,.0f}  {count / typed:>9,.0f}"
-                f"  >= {REPLAY_TARGET:,} events/s  {_verdict(rate >= REPLAY_TARGET)}"
+                f"  target >= {REPLAY_TARGET:,} events/s  {_verdict(rate >= REPLAY_TARGET)}"
             )
         print(
             "  (floors, events/s: read + parse every line and nothing else; orjson: into plain"
