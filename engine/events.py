@@ -111,7 +111,9 @@ class UserMessage(Event, tag="user/message", kw_only=True, frozen=True):
 
 class AssistantMessage(Event, tag="assistant/message", kw_only=True, frozen=True):
     content: str | None = None
-    tool_calls: list[ToolCall] | None = None
+    tool_calls: tuple[ToolCall, ...] | None = None
+    """A tuple, as `TurnStart.items`: a replay holds every event, and the empty one (most
+    replies) decodes as Python's one shared `()` where a list would be 56 bytes each."""
     usage: Usage | None = None
     model: str | None = None
     finish_reason: str | None = None
@@ -119,8 +121,8 @@ class AssistantMessage(Event, tag="assistant/message", kw_only=True, frozen=True
     interrupted: bool = False
 
     @property
-    def calls(self) -> list[ToolCall]:
-        return self.tool_calls or []
+    def calls(self) -> tuple[ToolCall, ...]:
+        return self.tool_calls or ()
 
 
 class ToolResult(Event, tag="tool/result", kw_only=True, frozen=True):
@@ -131,7 +133,7 @@ class ToolResult(Event, tag="tool/result", kw_only=True, frozen=True):
 
 class TurnStart(Event, tag="turn/start", kw_only=True, frozen=True):
     turn: int
-    items: list[int] = []
+    items: tuple[int, ...] = ()
 
 
 class TurnEnd(Event, tag="turn/end", kw_only=True, frozen=True):
@@ -306,5 +308,14 @@ def to_dict(event: LogEvent) -> dict[str, Any]:
     """The event as the JSON object of its line (`seq`, `ts`, `kind` and the fields)."""
     if isinstance(event, UnknownEvent):
         return {"seq": event.seq, "ts": event.ts, "kind": event.kind, **event.fields}
-    out: dict[str, Any] = msgspec.to_builtins(event)
+    out: dict[str, Any] = _as_json(msgspec.to_builtins(event))
     return out
+
+
+def _as_json(value: Any) -> Any:
+    """Tuples (`to_builtins` keeps them) as the lists JSON reads back."""
+    if isinstance(value, tuple | list):
+        return [_as_json(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _as_json(item) for key, item in value.items()}
+    return value

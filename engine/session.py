@@ -328,14 +328,14 @@ def fork_thread(
                     )
                 )
             elif entry.role == "assistant":
-                calls = [
+                calls = tuple(
                     ToolCall(
                         id=call["id"],
                         name=call["function"]["name"],
                         arguments=call["function"]["arguments"],
                     )
                     for call in message.get("tool_calls", ())
-                ]
+                )
                 log.append(AssistantMessage(content=message.get("content", ""), tool_calls=calls))
             elif entry.role == "tool":
                 log.append(ToolResult(call_id=message["tool_call_id"], content=message["content"]))

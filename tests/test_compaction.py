@@ -184,7 +184,7 @@ async def test_seed_scenario_queued_prompt_and_injection(tmp_path, server):
     end = of_kind(events, ev.CompactEnd)[-1]
     turn_start = of_kind(events, ev.TurnStart)[-1]
     assert of_kind(events, ev.CompactStart)[-1].turn is None
-    assert end.seq < turn_start.seq and turn_start.items == [queued]
+    assert end.seq < turn_start.seq and turn_start.items == (queued,)
     assert rt.thread.log.flushes and rt.thread.log.flushes[0] < turn_start.seq
     # Derived order: checkpoint → injection → queued prompt (and its reply).
     contents = [m["content"] for m in chat_messages(server.requests[-1])]
@@ -537,7 +537,7 @@ async def test_cancellation_keeps_its_exact_cause_after_close_and_flush(tmp_path
     assert rt.thread.log.flushes == [end.seq]
     assert rt.driver.surface.entries[0].checkpoint is False
     await asyncio.wait_for(rt.driver.when_idle(), 5)  # the reservation was released
-    assert of_kind(rt.thread.log.events, ev.TurnStart)[-1].items == [queued]
+    assert of_kind(rt.thread.log.events, ev.TurnStart)[-1].items == (queued,)
     await rt.aclose()
 
 

@@ -79,7 +79,7 @@ async def test_ids_and_fifo_are_preserved_across_a_reservation(tmp_path, server)
     release()
     await _settled(d)
     starts = of_kind(d.log.events, ev.TurnStart)
-    assert [s_.items for s_ in starts] == [[a], [b]]
+    assert [s_.items for s_ in starts] == [(a,), (b,)]
     prompts = of_kind(d.log.events, ev.UserMessage)
     assert [(m.item_id, m.text) for m in prompts] == [(a, "alpha"), (b, "beta")]
     assert [t.turn for t in starts] == [1, 2]
@@ -96,7 +96,7 @@ async def test_next_step_during_reservation_becomes_a_follow_up(tmp_path, server
     release()
     await _settled(d)
     start = of_kind(d.log.events, ev.TurnStart)[0]
-    assert start.items == [item]
+    assert start.items == (item,)
     await d.aclose()
 
 
@@ -113,7 +113,7 @@ async def test_quiet_work_waits_for_a_waking_send(tmp_path, server):
     w = d2.send("now answer")
     await _settled(d2)
     start = of_kind(d2.log.events, ev.TurnStart)[0]
-    assert start.items == [q, w]
+    assert start.items == (q, w)
     assert [m.text for m in of_kind(d2.log.events, ev.UserMessage)] == [
         "background",
         "now answer",
@@ -321,7 +321,7 @@ async def test_input_left_queued_runs_one_turn_each_before_the_next_prompt(tmp_p
     c = d2.send("new prompt")
     await _settled(d2)
     starts = of_kind(d2.log.events, ev.TurnStart)
-    assert [start.items for start in starts] == [[a], [b], [c]]
+    assert [start.items for start in starts] == [(a,), (b,), (c,)]
     assert [m.text for m in of_kind(d2.log.events, ev.UserMessage)] == [
         "left one",
         "left two",

@@ -83,7 +83,7 @@ async def test_the_limit_queues_nothing_away(tmp_path: Path, server: ScriptedSer
     await asyncio.wait_for(d.when_idle(), 10)
     ends = of_kind(d.log.events, ev.TurnEnd)
     assert [e.status for e in ends] == ["error", "ok"]
-    assert of_kind(d.log.events, ev.TurnStart)[-1].items == [queued]
+    assert of_kind(d.log.events, ev.TurnStart)[-1].items == (queued,)
     assert of_kind(d.log.events, ev.AssistantMessage)[-1].content == "the queued answer"
     await d.aclose()
 

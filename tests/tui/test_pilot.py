@@ -45,7 +45,7 @@ async def test_seed_scenario_through_the_tui(app_factory, server):
         assert start.turn is None and end.turn is None and end.error is None
         assert end.seq < turn.seq
         queued = [e for e in events if isinstance(e, ev.InboxQueued)][-1]
-        assert turn.items == [queued.seq]  # the original id
+        assert turn.items == (queued.seq,)  # the original id
         contents = [m["content"] for m in chat_messages(server.requests[-1])]
         assert contents[0].startswith("[Checkpoint")
         assert contents[1:] == ["injected context", "queued prompt"]
@@ -109,7 +109,7 @@ async def test_editing_a_queued_prompt_keeps_its_id(app_factory, server):
         server.release()
         await settle(pilot)
         start = of_kind(app.runtime.thread.log.events, ev.TurnStart)[-1]
-        assert start.items == [item]
+        assert start.items == (item,)
 
 
 def _footer_actions(app) -> list[str]:
