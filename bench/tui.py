@@ -1023,7 +1023,7 @@ def bench_keys(work: Path, keys: int) -> None:
     _print_stacks(rec)
 
 
-def bench_stream(work: Path, runs: int, rate: float, typing_runs: int = 1) -> None:
+def bench_stream(work: Path, runs: int, rate: float, typing_runs: int) -> None:
     where = work / f"stream-{rate:.0f}"
     where.mkdir()
     target = TARGET_STREAM_LAG_MS_BY_RATE.get(rate, TARGET_STREAM_LAG_MS_BY_RATE[STREAM_RATES[0]])
@@ -1050,8 +1050,10 @@ def bench_stream(work: Path, runs: int, rate: float, typing_runs: int = 1) -> No
     for rec, last_token in zip(records, done, strict=False):
         lag = (rec["frame"] - last_token) * 1000
         long_stalls = [length * 1000 for _, length in rec["stalls"] if length > 0.05]
-        label = "typing" if rec["typing"] else f"run {rec['run'] + 1}"
-        label = f"typing {rec['run'] + 1 - runs}" if rec["typing"] and typing_runs > 1 else label
+        if not rec["typing"]:
+            label = f"run {rec['run'] + 1}"
+        else:
+            label = f"typing {rec['run'] + 1 - runs}" if typing_runs > 1 else "typing"
         print(
             f"   {label:6}: lag {lag:6.1f} ms   (prompt -> last token "
             f"{last_token - rec['sent']:.2f} s; -> reply widget "
@@ -1079,7 +1081,8 @@ def bench_stream(work: Path, runs: int, rate: float, typing_runs: int = 1) -> No
         p95 = _pct(keys_ms, 0.95)
         print(
             f"   keystroke to frame while streaming ({len(keys_ms)} keys in {typing_runs} "
-            f"replies, one per {TYPIST_EVERY * 1000:.0f} ms, not waiting): "
+            f"repl{'y' if typing_runs == 1 else 'ies'}, one per {TYPIST_EVERY * 1000:.0f} ms, "
+            "not waiting): "
             f"p50 {_pct(keys_ms, 0.5):.1f} ms, p95 {p95:.1f} ms, max {max(keys_ms):.1f} ms "
             f"(to the prompt holding it: p95 {_pct(echo_ms, 0.95):.1f} ms)   "
             f"target p95 <= {TARGET_KEY_P95_MS:.0f} ms   {_verdict(p95 <= TARGET_KEY_P95_MS)}"

@@ -96,7 +96,7 @@ class TurnLoop(DriverState):
         pending_calls: list[Any] = []
         rounds = 0
         try:
-            self.log.append(TurnStart(turn=turn, items=tuple([item.id for item in items])))
+            self.log.append(TurnStart(turn=turn, items=tuple(item.id for item in items)))
             started = True
             for item in items:
                 self.log.append(UserMessage(text=item.text, item_id=item.id))
@@ -109,7 +109,7 @@ class TurnLoop(DriverState):
                 self.log.append(
                     AssistantMessage(
                         content=completion.content,
-                        tool_calls=tuple([ToolCall(c.id, c.name, c.arguments) for c in calls]),
+                        tool_calls=tuple(ToolCall(c.id, c.name, c.arguments) for c in calls),
                         usage=usage_as_sent(completion.usage),
                         model=completion.model,
                         finish_reason=completion.finish_reason,
