@@ -127,6 +127,18 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
         await proc.wait()
 
 
+def _give_back_freed_memory() -> None:
+    """Loading the model frees scratch memory that glibc keeps mapped in its heaps (~3 MiB
+    with the bundled model): counted as this process's private memory for as long as
+    it serves, unless handed back to the OS. Elsewhere than Linux a no-op."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
 def main() -> int:
     """The child: start, say where (or why not), serve until stdin closes."""
     request = json.loads(sys.stdin.readline())
@@ -139,6 +151,7 @@ def main() -> int:
     except ModelError as exc:
         print(json.dumps({"error": str(exc)}), flush=True)
         return 1
+    _give_back_freed_memory()
     print(json.dumps({"url": url}), flush=True)
     sys.stdin.read()  # until the app closes the pipe, or dies
     server.close()
