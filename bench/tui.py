@@ -557,10 +557,10 @@ async def _scenario_stream(pilot: Pilot[Any], trove: bool, args: argparse.Namesp
         stop.set()
         keys_ms: list[float] = []
         echo_ms: list[float] = []
-        pressed_at: list[float] = []
+        pressed_ms: list[float] = []
         if typist is not None:
             echo_ms, keys_ms = await typist.finish()
-            pressed_at = [(t - sent) * 1000 for t in typist.pressed]
+            pressed_ms = [(t - sent) * 1000 for t in typist.pressed]
         await app.runtime.driver.when_idle()
         prompt.clear()
         _report(
@@ -568,7 +568,7 @@ async def _scenario_stream(pilot: Pilot[Any], trove: bool, args: argparse.Namesp
                 "run": run,
                 "typing": typing,
                 "keys_ms": keys_ms,
-                "pressed_ms": pressed_at,
+                "pressed_ms": pressed_ms,
                 "echo_ms": echo_ms,
                 "sent": sent,
                 "first_widget": first,
@@ -1071,7 +1071,7 @@ def bench_stream(work: Path, runs: int, rate: float, typing_runs: int) -> None:
         if rec["typing"]:
             keys_ms.extend(rec["keys_ms"])
             echo_ms.extend(rec["echo_ms"])
-            slowest.extend(zip(rec["keys_ms"], rec.get("pressed_ms", []), strict=False))
+            slowest.extend(zip(rec["keys_ms"], rec["pressed_ms"], strict=True))
         else:
             lags.append(lag)
         _print_stacks(rec)
