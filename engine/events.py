@@ -161,6 +161,14 @@ class InboxRemoved(Event, tag="inbox/removed", kw_only=True, frozen=True):
     item_id: int
 
 
+class InboxRestored(Event, tag="inbox/restored", kw_only=True, frozen=True):
+    """A removed item put back (undo): it is queued again with its id, text and place."""
+
+    item_id: int
+    text: str = ""
+    placement: str | None = None
+
+
 # -- compaction ------------------------------------------------------------------------
 
 
@@ -279,6 +287,7 @@ KnownEvent = (
     | InboxQueued
     | InboxEdited
     | InboxRemoved
+    | InboxRestored
     | CompactStart
     | CompactSummary
     | CompactEnd

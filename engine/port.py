@@ -44,6 +44,8 @@ class QueuedPrompt(Struct, frozen=True):
     id: int
     text: str
     placement: str
+    held: bool = False
+    """Being edited: the queue waits at it until the edit is saved or dropped."""
 
 
 class EngineState(Struct, frozen=True):
@@ -106,7 +108,7 @@ def engine_state(driver: Driver, log: SessionLog) -> EngineState:
     return EngineState(
         running_turn=driver.running_turn,
         compacting=log.tail.open_compact is not None,
-        queue=tuple(QueuedPrompt(i.id, i.text, i.placement) for i in driver.inbox),
+        queue=tuple(QueuedPrompt(i.id, i.text, i.placement, i.held) for i in driver.inbox),
     )
 
 

@@ -31,11 +31,12 @@ class Admission(DriverState):
         if self._closed or self._turn_task is not None or self._reservation is not None:
             self._changed()
             return
-        cut = next((i for i, item in enumerate(self._inbox) if item.waking), None)
+        takeable = self._takeable()
+        cut = next((i for i, item in enumerate(takeable) if item.waking), None)
         if cut is None:
             self._changed()
             return
-        if self._inbox[0].restored:  # a prompt left queued at the last quit: a turn of its own
+        if takeable[0].restored:  # a prompt left queued at the last quit: a turn of its own
             cut = 0
         items, self._inbox = self._inbox[: cut + 1], self._inbox[cut + 1 :]
         self._turn_task = asyncio.get_running_loop().create_task(self._turn(items))

@@ -50,6 +50,7 @@ class Driver(Inbox, Admission, TurnLoop):
         self.observers = list(observers)
         self._inbox = []
         self._steering = []
+        self._removed = {}
         self._claim = None
         self._reservation = None
         self._turn_task = None

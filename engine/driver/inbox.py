@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from engine.driver.inbox_item import InboxItem, InboxItemId, Placement
 from engine.driver.state import DriverState
-from engine.events import InboxEdited, InboxQueued, InboxRemoved, SessionRewind, UserMessage
+from engine.events import (
+    InboxEdited,
+    InboxQueued,
+    InboxRemoved,
+    InboxRestored,
+    SessionRewind,
+    UserMessage,
+)
+
+UNDO_DEPTH = 8
+"""Removed items `restore` can still put back, newest kept."""
 
 
 class DriverClosedError(RuntimeError):
@@ -52,23 +62,66 @@ class Inbox(DriverState):
         self._changed()
         return event.seq
 
-    def remove(self, item_id: InboxItemId) -> bool:
-        """Withdraw a queued item before it starts; it stays in the log as removed."""
+    def remove(self, item_id: InboxItemId) -> InboxItem | None:
+        """Withdraw a queued item before it starts; it stays in the log as removed.
+
+        Returns the item withdrawn (for the front end to name, and `restore` to
+        put back), or None when it is no longer queued."""
         for queue in (self._inbox, self._steering):
             for item in queue:
                 if item.id == item_id:
                     self.log.append(InboxRemoved(item_id=item_id))
                     queue.remove(item)
+                    item.held = False
+                    self._removed[item_id] = item
+                    while len(self._removed) > UNDO_DEPTH:
+                        del self._removed[next(iter(self._removed))]
+                    self._arm()  # a held item removed no longer blocks the queue
                     self._changed()
-                    return True
-        return False
+                    return item
+        return None
+
+    def restore(self, item_id: InboxItemId) -> bool:
+        """Undo `remove`: the item is queued again with its id, text and place."""
+        item = self._removed.get(item_id)
+        if item is None or self._closed:
+            return False
+        self.log.append(InboxRestored(item_id=item_id, text=item.text, placement=item.placement))
+        del self._removed[item_id]
+        self._inbox = sorted([*self._inbox, item], key=lambda queued: queued.id)
+        if item.waking:
+            self._arm()
+        self._changed()
+        return True
+
+    def hold(self, item_id: InboxItemId) -> InboxItem | None:
+        """Keep a queued item, and everything behind it, from being taken while a front
+        end edits it; `edit` or `release` ends the hold. None: it is no longer queued."""
+        for item in self.inbox:
+            if item.id == item_id:
+                item.held = True
+                self._changed()
+                return item
+        return None
+
+    def release(self, item_id: InboxItemId) -> None:
+        """End a hold without changing the item (the edit was dropped)."""
+        for item in self.inbox:
+            if item.id == item_id and item.held:
+                item.held = False
+                self._arm()
+                self._changed()
 
     def edit(self, item_id: InboxItemId, text: str) -> bool:
-        """Change a queued item's text; its id and place are kept."""
+        """Change a queued item's text and end its hold; its id and place are kept.
+
+        False: the item was taken or removed before the edit was saved."""
         for item in self.inbox:
             if item.id == item_id:
                 self.log.append(InboxEdited(item_id=item_id, text=text))
                 item.text = text
+                item.held = False
+                self._arm()
                 self._changed()
                 return True
         return False
@@ -91,8 +144,11 @@ class Inbox(DriverState):
                 pending[event.item_id].text = event.text
             elif isinstance(event, InboxRemoved | UserMessage) and event.item_id is not None:
                 pending.pop(event.item_id, None)
+            elif isinstance(event, InboxRestored):
+                item_id = InboxItemId(event.item_id)
+                pending[item_id] = InboxItem(item_id, event.text, False, "follow-up", True)
             elif isinstance(event, SessionRewind):
                 # Refused while anything waits; what was queued at the branch point
                 # was taken by a turn of the abandoned branch, and goes with it.
                 pending.clear()
-        self._inbox = list(pending.values())
+        self._inbox = sorted(pending.values(), key=lambda item: item.id)

@@ -22,3 +22,6 @@ class InboxItem(Struct):
     restored: bool = False
     """Found queued when the log was opened: it runs as a turn of its own, in order,
     as it would have had the process not ended, instead of merging into the next one."""
+    held: bool = False
+    """Being edited in a front end: neither it nor anything queued behind it is taken
+    until the edit is saved or dropped, so the queue never sends the old text."""

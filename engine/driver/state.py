@@ -32,6 +32,7 @@ class DriverState:
     observers: list[Observer]
     _inbox: list[InboxItem]
     _steering: list[InboxItem]
+    _removed: dict[int, InboxItem]
     _claim: asyncio.Handle | None
     _reservation: object | None
     _turn_task: asyncio.Task[None] | None
@@ -64,8 +65,14 @@ class DriverState:
     def partial_reply(self) -> str:
         return "".join(self._partial)
 
+    def _takeable(self) -> list[InboxItem]:
+        """The queue as admission may take it: up to the first item being edited."""
+        inbox = self._inbox
+        held = next((i for i, item in enumerate(inbox) if item.held), None)
+        return inbox if held is None else inbox[:held]
+
     def _has_waking(self) -> bool:
-        return any(item.waking for item in self._inbox)
+        return any(item.waking for item in self._takeable())
 
     def _is_idle(self) -> bool:
         return (

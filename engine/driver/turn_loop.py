@@ -55,7 +55,7 @@ class TurnLoop(DriverState):
         return messages
 
     def _deliver_steering(self) -> None:
-        while self._steering:
+        while self._steering and not self._steering[0].held:
             item = self._steering[0]
             self.log.append(UserMessage(text=item.text, item_id=item.id, placement="next-step"))
             self._steering.pop(0)
@@ -138,7 +138,7 @@ class TurnLoop(DriverState):
                     content = await self.tools.call(call.name, call.arguments)
                     self.log.append(ToolResult(call_id=call.id, name=call.name, content=content))
                     pending_calls.pop(0)
-                if not calls and not self._steering:
+                if not calls and (not self._steering or self._steering[0].held):
                     break
         except asyncio.CancelledError:
             status = "cancelled"
