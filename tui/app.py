@@ -95,6 +95,8 @@ class TroveApp(App[int]):
             tooltip="cancel what runs; else clear the prompt (Up brings it back); "
             "on an empty prompt, twice to quit",
         ),
+        # The prompt's own Ctrl+D runs where it has the focus; this one everywhere else.
+        Binding("ctrl+d", "eof", show=False),
         Binding("ctrl+o", "toggle_inspector", "Archive", tooltip="show or hide the archive"),
         Binding("ctrl+t", "threads", "Threads", tooltip="switch to another thread"),
         Binding("ctrl+y", "copy_reply", "Copy reply", tooltip="copy the last reply"),
@@ -429,7 +431,14 @@ class TroveApp(App[int]):
             self._quit_armed = False  # the second Ctrl+C must come next to quit
         if isinstance(event, events.Key) and event.key != "escape":
             self._rewind_armed = False  # so must the second Esc, to rewind
+        if isinstance(event, events.Key) and event.key != "ctrl+z":
+            self.chat.forget_removed()  # and Ctrl+Z, to undo a removal from the queue
         await super().on_event(event)
+
+    async def action_eof(self) -> None:
+        """Ctrl+D with the focus off the prompt: as on the prompt, quit when it is empty."""
+        if not self.chat.unsent_text():
+            await self.action_quit()
 
     async def action_toggle_inspector(self) -> None:
         await self.chat.toggle_inspector()

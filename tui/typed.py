@@ -13,14 +13,18 @@ from typing import Any
 
 from textual import events
 from textual.screen import Screen
-from textual.widgets import Input, TextArea
 
 
 def stray_character(screen: Screen[Any], event: events.Key) -> str | None:
-    """The character of `event` when no text box has focus and no binding wants the key."""
+    """The character of `event`, which reached a handler above the widget it was sent to,
+    when no binding wants the key.
+
+    A text box consumes every printable key it is sent, so one that bubbles this far was
+    sent to a widget that takes no text, even when the focus has moved to a text box
+    since: the rest of a burst typed on the transcript arrives after the first key moved
+    the focus, and must not be dropped for it.
+    """
     if not event.is_printable or event.character is None:
-        return None
-    if isinstance(screen.focused, Input | TextArea):
         return None
     if event.key in screen.active_bindings:
         return None

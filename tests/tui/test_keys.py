@@ -170,8 +170,9 @@ async def test_ctrl_c_copies_text_selected_in_the_prompt(app_factory, server):
 
 
 async def test_ctrl_c_never_drops_a_queued_prompt_being_edited(app_factory, server):
-    """Ctrl+C cancels the reply first; the queued prompt runs as its own turn; the next
-    Ctrl+C drops only the edit (the text stays reachable with Up)."""
+    """Ctrl+C cancels the reply first; the queued prompt being edited is held, so it does
+    not run with its old text; the next Ctrl+C drops only the edit (the text stays
+    reachable with Up) and the prompt runs as it was queued."""
     server.script(s.text("slow", hold=True), s.text("second"))
     app = app_factory()
     async with app.run_test(size=(100, 32)) as pilot:
@@ -193,10 +194,12 @@ async def test_ctrl_c_never_drops_a_queued_prompt_being_edited(app_factory, serv
         server.release()
         assert prompt.text == "queued one plus"
         texts = [e.text for e in of_kind(app.runtime.thread.log.events, ev.UserMessage)]
-        assert texts == ["first", "queued one"]
+        assert texts == ["first"]  # held while its edit is open
         await pilot.press("ctrl+c")  # idle: the edit is dropped, not the prompt
-        await pilot.pause()
+        await settle(pilot)
         assert prompt.text == "" and prompt.editing_item is None
+        texts = [e.text for e in of_kind(app.runtime.thread.log.events, ev.UserMessage)]
+        assert texts == ["first", "queued one"]
         assert app.is_running
         await pilot.press("up")
         await pilot.pause()

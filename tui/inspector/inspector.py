@@ -24,6 +24,7 @@ from textual.content import Content
 from textual.widgets import Static, TabbedContent, TabPane
 
 from engine.continuity import ContinuityContext
+from engine.safe_text import safe_text
 from tui.inspector.batches_tab import BatchesTab
 from tui.inspector.messages import OpenSource
 from tui.inspector.notes_tab import NotesTab
@@ -163,9 +164,21 @@ class ArchiveInspector(Vertical):
             return
         event.stop()
         event.prevent_default()
+        self._take_text(character)
+
+    def on_paste(self, event: events.Paste) -> None:
+        """A paste on a list or the reader goes to the search box (its first line)."""
+        if self.context is None:
+            return
+        event.stop()
+        lines = event.text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        self._take_text(lines[0])
+
+    def _take_text(self, text: str) -> None:
+        """Text typed or pasted off the search box: into it, on the Search tab."""
         tabs = self.query_one(TabbedContent)
         box = self.query_one(SearchBox)
-        box.insert_text_at_cursor(character)
+        box.insert_text_at_cursor(safe_text(text))
         if tabs.active != "search":
             tabs.active = "search"  # focus follows once the tab is shown
         else:

@@ -37,6 +37,7 @@ from engine.events import (
 )
 from engine.port import EngineState
 from engine.runtime import Runtime
+from engine.safe_text import safe_text
 from tui.bridge import (
     Bridge,
     EngineFailed,
@@ -86,6 +87,15 @@ class ChatScreen(Screen[None]):
             tooltip="from the prompt: the queue, while prompts wait (Delete removes, E edits)",
         ),
         Binding("tab", "app.focus_next", "Focus next", show=False),
+        # Only right after Delete removed a queued prompt; else Ctrl+Z is the prompt's undo.
+        Binding(
+            "ctrl+z",
+            "undo_remove",
+            "Undo",
+            show=False,
+            priority=True,
+            tooltip="right after Delete on the queue: put the removed prompt back",
+        ),
         Binding("shift+tab", "app.focus_previous", "Focus previous", show=False),
     ]
 
@@ -107,6 +117,8 @@ class ChatScreen(Screen[None]):
         self._queued = False
         self._hinted = False
         """Whether the user was told, once, how to steer instead of queueing."""
+        self._undo_item: int | None = None
+        """The queued prompt Delete just removed: Ctrl+Z, as the next key, puts it back."""
         self._waiting = ""
         """What the running request waits on ("retrying (2/3)…", "starting the offline
         model…"); cleared when it is over or text flows."""
@@ -315,7 +327,10 @@ class ChatScreen(Screen[None]):
             self._waiting = ""
             strip.set_activity("")
         queued = bool(state.queue)
-        strip.set_queue([(item.id, item.text, item.placement) for item in state.queue])
+        strip.set_queue([(item.id, item.text, item.placement, item.held) for item in state.queue])
+        if not queued and isinstance(self.focused, QueueList):
+            # The queue went away under the focus: typing goes on in the prompt.
+            self.set_focus(self.query_one(PromptInput), scroll_visible=False)
         if queued != self._queued:
             self._queued = queued
             self.refresh_bindings()  # the footer offers "Tab Queue" only while prompts wait
@@ -358,10 +373,7 @@ class ChatScreen(Screen[None]):
         driver = self.runtime.driver
         try:
             if prompt.editing_item is not None:
-                if not driver.edit(InboxItemId(prompt.editing_item), text):
-                    # It started meanwhile: the new text is sent as a prompt of its own.
-                    driver.send(text)
-                prompt.editing_item = None
+                self._save_edit(prompt, prompt.editing_item, text)
                 return
             if message.steer and not driver.accepts_next_step:
                 self.app.notify("Nothing to steer right now: sent as a queued follow-up.")
@@ -377,10 +389,27 @@ class ChatScreen(Screen[None]):
             prompt.give_back(text)
             self._notice(f"Not sent: {exc}. Your text is back in the input.", "error")
 
+    def _save_edit(self, prompt: PromptInput, item: int, text: str) -> None:
+        """Enter on a queued prompt being edited: it changes in place. Held since the edit
+        began, it can only be gone if it was removed; then the text is the user's to send."""
+        assert self.runtime is not None
+        if self.runtime.driver.edit(InboxItemId(item), text):
+            prompt.end_edit()
+            return
+        prompt.end_edit()
+        prompt.give_back(text)
+        self.app.notify(
+            f"Queued prompt #{item} is no longer queued, so the edit was not saved: "
+            "it is in the prompt, and Enter sends it as a new prompt.",
+            severity="warning",
+        )
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "focus_queue":
             queue = self.query_one(QueueList)
             return queue.option_count > 0 and self.focused is self.query_one(PromptInput)
+        if action == "undo_remove":
+            return self._undo_item is not None
         return True
 
     def action_focus_queue(self) -> None:
@@ -392,18 +421,35 @@ class ChatScreen(Screen[None]):
         self.query_one(Transcript).jump_to_end()
 
     def on_key(self, event: events.Key) -> None:
-        """A character typed on the transcript or the queue goes to the prompt (tui.typed)."""
+        """A character typed on the transcript, the queue or a tool block goes to the
+        prompt (tui.typed), and so does the rest of a burst that reached them before
+        the focus moved."""
         character = stray_character(self, event)
-        focused = self.focused
-        if character is None or (focused is not None and self._in_inspector(focused)):
-            return
-        prompt = self.query_one(PromptInput)
-        if not prompt.display or self.app.has_class("-inspector-full"):
+        prompt = self._prompt_for_strays()
+        if character is None or prompt is None:
             return
         event.stop()
         event.prevent_default()
         self.set_focus(prompt)
         prompt.insert(character)
+
+    def on_paste(self, event: events.Paste) -> None:
+        """A paste that reached a widget that takes no text lands in the prompt."""
+        prompt = self._prompt_for_strays()
+        if prompt is None:
+            return
+        event.stop()
+        prompt.take_paste(event.text)
+
+    def _prompt_for_strays(self) -> PromptInput | None:
+        """The prompt, when stray text should go there (the inspector keeps its own)."""
+        focused = self.focused
+        if focused is not None and self._in_inspector(focused):
+            return None
+        prompt = self.query_one(PromptInput)
+        if not prompt.display or self.app.has_class("-inspector-full"):
+            return None
+        return prompt
 
     def _in_inspector(self, widget: Any) -> bool:
         inspector = self._inspector_widget
@@ -412,24 +458,64 @@ class ChatScreen(Screen[None]):
     @on(QueueItemRemove)
     def _remove_item(self, message: QueueItemRemove) -> None:
         message.stop()
-        if self.runtime is not None:
-            try:
-                self.runtime.driver.remove(InboxItemId(message.item_id))
-            except OSError as exc:
-                self._notice(f"Not removed: {exc}.", "error")
+        if self.runtime is None:
+            return
+        try:
+            removed = self.runtime.driver.remove(InboxItemId(message.item_id))
+        except OSError as exc:
+            self._notice(f"Not removed: {exc}.", "error")
+            return
+        if removed is None:
+            return
+        prompt = self.query_one(PromptInput)
+        if prompt.editing_item == removed.id:
+            prompt.end_edit()  # the edit's text stays in the prompt, as a new prompt
+        self._undo_item = removed.id
+        flat = " ".join(safe_text(removed.text).split())
+        short = flat if len(flat) <= 40 else flat[:39] + "…"
+        self.app.notify(f"Removed queued prompt #{removed.id} ({short}). Ctrl+Z puts it back.")
+
+    def forget_removed(self) -> None:
+        """Any key but Ctrl+Z after a removal: the undo is over (Ctrl+Z is the prompt's)."""
+        self._undo_item = None
+
+    def action_undo_remove(self) -> None:
+        item, self._undo_item = self._undo_item, None
+        if item is None or self.runtime is None:
+            return
+        try:
+            restored = self.runtime.driver.restore(InboxItemId(item))
+        except (OSError, DriverClosedError) as exc:
+            self._notice(f"Not put back: {exc}.", "error")
+            return
+        if restored:
+            self.app.notify(f"Queued prompt #{item} is back in its place.")
 
     @on(QueueItemEdit)
     def _edit_item(self, message: QueueItemEdit) -> None:
+        """E on a queued prompt: it is held (it and what waits behind it stay queued) while
+        its text is in the prompt, until Enter saves it or Ctrl+C drops the edit."""
         message.stop()
         if self.runtime is None:
             return
-        for item in self.runtime.driver.inbox:
-            if item.id == message.item_id:
-                prompt = self.query_one(PromptInput)
-                prompt.editing_item = item.id
-                prompt.set_value(item.text)
-                prompt.focus()
-                self.app.notify(f"Editing queued prompt #{item.id}: Enter saves it in place.")
+        driver = self.runtime.driver
+        prompt = self.query_one(PromptInput)
+        editing = prompt.editing_item
+        if editing == message.item_id:
+            prompt.focus()
+            return
+        if editing is not None:  # another edit was open: dropped, its text in the history
+            prompt.discard_draft()
+            driver.release(InboxItemId(editing))
+        item = driver.hold(InboxItemId(message.item_id))
+        if item is None:
+            self.app.notify(f"Queued prompt #{message.item_id} has already started.")
+            return
+        prompt.begin_edit(item.id, item.text)
+        self.app.notify(
+            f"Editing queued prompt #{item.id}: the queue waits for it. "
+            "Enter saves it in place; Ctrl+C drops the edit."
+        )
 
     @on(OpenBatch)
     async def _open_batch(self, message: OpenBatch) -> None:
@@ -514,10 +600,12 @@ class ChatScreen(Screen[None]):
         """Ctrl+C on a prompt with text: it empties, and nothing is lost (False: empty)."""
         prompt = self.query_one(PromptInput)
         editing = prompt.editing_item
-        if not prompt.text.strip():
+        if not prompt.text.strip() and editing is None:
             return False
         prompt.discard_draft()
         if editing is not None:
+            if self.runtime is not None:
+                self.runtime.driver.release(InboxItemId(editing))
             self.app.notify(
                 f"Edit dropped: queued prompt #{editing} is unchanged. Up brings it back."
             )

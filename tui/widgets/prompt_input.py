@@ -28,6 +28,14 @@ STEER_KEYS = "ctrl+s,alt+enter,ctrl+enter"
 as a plain Enter and Ctrl+Enter not at all, while Ctrl+S arrives intact everywhere."""
 
 
+def pasted_text(text: str) -> str:
+    """Pasted text as the prompt keeps it: line breaks sent as CR (tmux's paste, many
+    terminals) or CRLF become newlines, then anything a terminal would obey goes."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return safe_text(text)
+
+
 class PromptInput(TextArea):
     DEFAULT_CSS = """
     PromptInput {
@@ -107,6 +115,8 @@ class PromptInput(TextArea):
         self.menu: SlashMenu | None = None
         """The completion menu this prompt drives while it is visible."""
         self.editing_item: int | None = None
+        """The queued prompt being edited (held in the queue until the edit ends)."""
+        self._before_edit = ""
 
     _styles_generation = 0
     """Bumped each time the stylesheet applies this widget's styles (focus, theme, classes)."""
@@ -157,8 +167,32 @@ class PromptInput(TextArea):
         self.move_cursor((last, len(self.document[last])))
 
     async def _on_paste(self, event: events.Paste) -> None:
-        event.prevent_default()  # TextArea's own handler would insert the raw text as well
-        await super()._on_paste(events.Paste(safe_text(event.text)))
+        # TextArea's own handler would insert the raw text as well, and the screen would
+        # take the paste a second time for the prompt.
+        event.prevent_default()
+        event.stop()
+        await super()._on_paste(events.Paste(pasted_text(event.text)))
+
+    def take_paste(self, text: str) -> None:
+        """A paste that reached another widget: it lands here, at the cursor."""
+        self.focus()
+        self.insert(pasted_text(text))
+
+    def begin_edit(self, item_id: int, text: str) -> None:
+        """Load a queued prompt to edit; what was typed waits aside until the edit ends."""
+        if self.editing_item is None:
+            self._before_edit = self.text
+        self.editing_item = item_id
+        self.set_value(text)
+        self.focus()
+
+    def end_edit(self) -> None:
+        """The edit was saved or dropped: what was typed before it comes back, ahead of
+        anything typed since."""
+        self.editing_item = None
+        before, self._before_edit = self._before_edit, ""
+        if before:
+            self.give_back(before)
 
     def _submit(self, *, steer: bool) -> None:
         text = self.text
@@ -181,8 +215,9 @@ class PromptInput(TextArea):
             self.prompt_history.append(text)
         self._history_index = None
         self._draft = ""
-        self.editing_item = None
         self.clear()
+        if self.editing_item is not None:
+            self.end_edit()
         return text
 
     def give_back(self, text: str) -> None:

@@ -59,6 +59,14 @@ class QueueList(OptionList):
         ("e", "edit", "Edit"),
     ]
 
+    def action_cursor_up(self) -> None:
+        if self.highlighted:  # the first item stays: the queue does not wrap
+            super().action_cursor_up()
+
+    def action_cursor_down(self) -> None:
+        if self.highlighted is None or self.highlighted < self.option_count - 1:
+            super().action_cursor_down()
+
     def _selected(self) -> int | None:
         if self.highlighted is None:
             return None
@@ -112,17 +120,17 @@ class StatusStrip(Vertical):
                 line.started = self.clock() if timed else None
             line.now = self.clock()
 
-    def set_queue(self, items: Sequence[tuple[int, str, str]]) -> None:
-        """Items as (id, text, placement), oldest first."""
+    def set_queue(self, items: Sequence[tuple[int, str, str, bool]]) -> None:
+        """Items as (id, text, placement, held), oldest first."""
         queue = self.query_one(QueueList)
         highlighted = queue.highlighted
         queue.clear_options()
-        for number, (item_id, text, placement) in enumerate(items, 1):
+        for number, (item_id, text, placement, held) in enumerate(items, 1):
             flat = " ".join(safe_text(text).split())
-            tag = "steer" if placement == "next-step" else "queued"
+            tag = "editing" if held else "steer" if placement == "next-step" else "queued"
             label = Content.assemble(
                 (f"{number}. ", "$text-muted"),
-                (f"[{tag}] ", "$warning" if tag == "steer" else "$text-muted"),
+                (f"[{tag}] ", "$text-muted" if tag == "queued" else "$warning"),
                 flat if len(flat) <= 90 else flat[:89] + "…",
             )
             queue.add_option(Option(label, id=str(item_id)))
