@@ -33,6 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 HoldMode = Literal[False, True, "before"]
+Framing = Literal["chunked", "close"]
 
 _DEFAULT_ERROR_TYPES = {
     400: "invalid_request_error",
@@ -52,7 +53,15 @@ class Reply:
     """
 
     kind: Literal[
-        "text", "tool_calls", "error", "drop", "reset", "malformed", "empty", "choiceless"
+        "text",
+        "tool_calls",
+        "error",
+        "drop",
+        "reset",
+        "malformed",
+        "empty",
+        "choiceless",
+        "cutoff",
     ]
     pieces: tuple[str, ...] = ()
     calls: tuple[tuple[str, str], ...] = ()
@@ -64,6 +73,14 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     raw: str = ""
     """For ``malformed``: the data line sent where a chunk belongs."""
+    done: bool = True
+    """False: a whole reply (finish reason, usage) whose stream ends without ``[DONE]``."""
+    cut: int | None = None
+    """For ``cutoff``: how many deltas are sent before the body ends (None: all of them)."""
+    framing: Framing = "chunked"
+    """For ``cutoff``: how the body ends. ``chunked``: its terminating chunk, as a proxy
+    ends a response its upstream abandoned; ``close``: a body without length or chunks,
+    ended by closing the connection."""
 
     @property
     def content(self) -> str:
@@ -83,12 +100,14 @@ def text(
     usage: dict[str, Any] | None = None,
     hold: HoldMode = False,
     per_second: float | None = None,
+    done: bool = True,
 ) -> Reply:
     """A streamed assistant message, split small so clients see many deltas.
 
     ``hold=True`` sends headers and the first chunk and then waits for
     :meth:`ScriptedServer.release`; ``hold="before"`` waits before sending any
     byte. ``per_second`` paces the chunks (for benchmarks, never for tests).
+    ``done=False`` leaves out the final ``[DONE]``, as some servers do.
     """
     return Reply(
         kind="text",
@@ -96,6 +115,7 @@ def text(
         usage=usage,
         hold=hold,
         per_second=per_second,
+        done=done,
     )
 
 
@@ -157,6 +177,32 @@ def drop(after_chunks: int = 1) -> Reply:
 def reset(after_chunks: int = 1) -> Reply:
     """A stream the server aborts mid-reply with a TCP reset (RST), as a crashed proxy does."""
     return Reply(kind="reset", pieces=("partial ",) * max(0, after_chunks))
+
+
+def cutoff(
+    content: str = "",
+    *,
+    calls: Sequence[tuple[str, str]] = (),
+    chunk_chars: int = 4,
+    cut: int | None = None,
+    framing: Framing = "chunked",
+) -> Reply:
+    """A stream the server ends cleanly mid-reply: no finish reason, no ``[DONE]``.
+
+    Unlike :func:`drop` the HTTP body ends properly, so no transport error tells
+    the client: only the missing end of the reply does. The deltas are those of
+    a whole reply (the role, then the text in ``chunk_chars`` pieces, then each
+    call's header and its arguments in three fragments); ``cut`` sends only the
+    first ``cut`` of them. ``calls`` carry raw argument text, so a cut inside the
+    JSON is a prefix of it.
+    """
+    return Reply(
+        kind="cutoff",
+        pieces=_split(content, chunk_chars) if content else (),
+        calls=tuple(calls),
+        cut=cut,
+        framing=framing,
+    )
 
 
 def stall(content: str = "partial answer that stalls", *, chunk_chars: int = 8) -> Reply:
@@ -468,8 +514,14 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             return True
 
+    _chunked = True
+    """The response being streamed uses chunked transfer encoding (else: ended by a close)."""
+
     def _write_chunk(self, payload: bytes) -> None:
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(payload), payload))
+        if self._chunked:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(payload), payload))
+        elif payload:
+            self.wfile.write(payload)
 
     def _event(self, obj: dict[str, Any] | str) -> None:
         data = obj if isinstance(obj, str) else json.dumps(obj)
@@ -478,10 +530,14 @@ class _Handler(BaseHTTPRequestHandler):
     # -- replies -------------------------------------------------------------
 
     def _stream(self, body: dict[str, Any], reply: Reply, gate: _Gate | None) -> None:
+        self._chunked = reply.kind != "cutoff" or reply.framing == "chunked"
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
+        if self._chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Connection", "close")
         self.end_headers()
 
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -515,6 +571,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._write_chunk(b"")
             return
         deltas = list(self._deltas(reply))
+        if reply.kind == "cutoff" and reply.cut is not None:
+            deltas = deltas[: reply.cut]
         # Hold after the first piece of text, so the client has something to show.
         hold_after = 1 if reply.pieces else 0
         start = time.monotonic()
@@ -534,6 +592,13 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.kind == "reset":
             self._reset()
             return
+        if reply.kind == "cutoff":
+            # The body ends as a whole one would, only too soon: no finish, no [DONE].
+            self._write_chunk(b"")
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_WR)
+            return
         if reply.kind == "malformed":
             self._event(reply.raw)
             self._event(chunk({}, "stop"))
@@ -548,7 +613,8 @@ class _Handler(BaseHTTPRequestHandler):
             final["choices"] = []
             final["usage"] = usage
             self._event(final)
-        self._event("[DONE]")
+        if reply.done:
+            self._event("[DONE]")
         self._write_chunk(b"")
 
     def _reset(self) -> None:
@@ -582,7 +648,7 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.kind == "reset":
             self._reset()
             return
-        if reply.kind in ("drop", "malformed", "empty", "choiceless"):
+        if reply.kind in ("drop", "malformed", "empty", "choiceless", "cutoff"):
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
             return

@@ -448,6 +448,52 @@ async def test_empty_summary_is_a_summary_error(tmp_path, server):
     await rt.aclose()
 
 
+@pytest.mark.parametrize(
+    "cut",
+    [s.cutoff("They said one and t"), s.cutoff("", cut=1), s.cutoff("All of it.", framing="close")],
+    ids=["mid-word", "before-the-first-token", "after-the-last-token"],
+)
+async def test_a_cut_off_summary_is_a_summary_error_and_commits_nothing(tmp_path, server, cut):
+    """The summary call goes through the same client: half a summary must not replace
+    the turns it was meant to summarize."""
+    rt = open_runtime(tmp_path, server)
+    await chat(rt, "one", "two")
+    before = [e.seq for e in rt.driver.surface.entries]
+    server.script(cut)
+    with pytest.raises(CompactionError) as err:
+        await rt.compaction.compact_now(rt.driver)
+    assert err.value.kind == "summary"
+    assert "reply cut off: the server closed the stream" in str(err.value)
+    events = rt.thread.log.events
+    assert bracket(events) == [ev.CompactStart, ev.CompactEnd]
+    assert of_kind(events, ev.CompactEnd)[-1].error == "summary"
+    assert [e for e in of_kind(events, ev.UserMessage) if e.checkpoint is not None] == []
+    assert [e.seq for e in rt.driver.surface.entries] == before
+    await rt.aclose()
+
+
+async def test_a_cut_off_summary_on_overflow_fails_the_turn_and_keeps_the_prompt(tmp_path, server):
+    rt = open_runtime(tmp_path, server, auto=False)
+    await chat(rt, "one")
+    server.script(s.overflow(), s.cutoff("summary of o"))
+    await chat(rt, "two")
+    events = rt.thread.log.events
+    assert ev.CompactSummary not in kinds(events)
+    assert of_kind(events, ev.CompactEnd)[-1].error == "summary"
+    end = of_kind(events, ev.TurnEnd)[-1]
+    assert end.status == "error" and "\n" not in end.error
+    assert [e.text for e in of_kind(events, ev.UserMessage)] == ["one", "two"]
+    server.script(s.text("answer to three"))
+    await chat(rt, "three")
+    assert [m["content"] for m in chat_messages(server.requests[-1])] == [
+        "one",
+        "echo: one",
+        "two",
+        "three",
+    ]
+    await rt.aclose()
+
+
 @pytest.mark.parametrize("failing", [ev.CompactSummary, ev.UserMessage])
 async def test_commit_failure_says_exactly_what_changed(tmp_path, server, failing):
     """Appends are all-or-nothing, so a commit that fails at either line leaves the

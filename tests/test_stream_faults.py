@@ -1,4 +1,5 @@
-"""Stream faults: a reset, a stall, a malformed line, an empty or choiceless stream.
+"""Stream faults: a reset, a stall, a malformed line, an empty or choiceless stream, a
+stream the server cuts off (ends cleanly with no finish reason and no ``[DONE]``).
 
 Each is served by the scripted server over a real socket and read by the real
 client; the same faults are then run through the driver (what the log keeps)
@@ -7,8 +8,10 @@ and through the `trove` command (what the user sees and the exit code).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,12 +19,15 @@ from engine import events as ev
 from engine.driver import Driver
 from engine.log import Event, SessionLog, read_events
 from engine.model import ModelClient, ModelError
+from engine.tools import Tool, ToolBox
 from tests import scripted_server as s
 from tests.cli_support import Env, trove
 from tests.scripted_server import ScriptedServer
-from tests.support import client_for, of_kind, opened
+from tests.support import client_for, echo_tool, of_kind, opened
 
 MESSAGES = [{"role": "user", "content": "hello"}]
+CUT_OFF = "reply cut off: the server closed the stream"
+"""How the line for a cut-off reply begins, whichever server cut it."""
 STALL_TIMEOUT = 0.3
 """The client's read timeout in stall tests: the server holds, so only this ends the wait."""
 
@@ -108,6 +114,53 @@ async def test_an_empty_answer_is_an_error_that_says_so(
     _clean_line(str(info.value))
 
 
+@pytest.mark.parametrize("framing", ["chunked", "close"])
+@pytest.mark.parametrize(
+    ("reply", "sent"),
+    [
+        (s.cutoff("The answer is forty-t"), "The answer is forty-t"),  # mid-word
+        (s.cutoff("A whole sentence."), "A whole sentence."),  # after the last token
+        (s.cutoff("Let me look.", calls=[("echo", '{"text": "hal')]), "Let me look."),
+    ],
+    ids=["mid-word", "after-the-last-token", "mid-tool-arguments"],
+)
+async def test_a_cut_off_stream_is_an_error_not_a_reply(
+    server: ScriptedServer, client: ModelClient, reply: s.Reply, sent: str, framing: s.Framing
+) -> None:
+    server.script(dataclasses.replace(reply, framing=framing))
+    deltas: list[str] = []
+    with pytest.raises(ModelError) as info:
+        await client.complete(MESSAGES, on_delta=deltas.append)
+    assert info.value.kind == "cut_off"
+    message = str(info.value)
+    assert message.startswith(CUT_OFF) and server.base_url in message
+    assert "".join(deltas) == sent  # the text so far reached the caller
+    assert len(server.requests) == 1  # a started reply is never retried
+    _clean_line(message)
+
+
+@pytest.mark.parametrize("cut", [0, 1], ids=["no-bytes", "role-only"])
+async def test_a_stream_cut_off_before_the_first_token_is_cut_off_not_empty(
+    server: ScriptedServer, client: ModelClient, cut: int
+) -> None:
+    server.script(s.cutoff("never sent", cut=cut))
+    with pytest.raises(ModelError) as info:
+        await client.complete(MESSAGES)
+    assert info.value.kind == "cut_off" and str(info.value).startswith(CUT_OFF)
+
+
+async def test_a_finished_stream_without_done_is_whole(
+    server: ScriptedServer, client: ModelClient
+) -> None:
+    """Some servers never send ``[DONE]``: a finish reason is the end of the reply."""
+    server.script(s.text("a whole answer", done=False))
+    completion = await client.complete(MESSAGES)
+    assert completion.content == "a whole answer" and completion.finish_reason == "stop"
+    # The connection is still good for the next request.
+    server.script(s.text("the next one"))
+    assert (await client.complete(MESSAGES)).content == "the next one"
+
+
 # -- the driver: what the log keeps ----------------------------------------------------------
 
 
@@ -128,8 +181,9 @@ def _last_turn(events: list[Event]) -> tuple[list[Event], Event]:
         (s.drop(after_chunks=2), "unreachable"),
         (s.malformed(after_chunks=2), "malformed"),
         (s.stall("partial partial stalls", chunk_chars=16), "timeout"),
+        (s.cutoff("partial partial "), "cut_off"),
     ],
-    ids=["reset", "drop", "malformed", "stall"],
+    ids=["reset", "drop", "malformed", "stall", "cut-off"],
 )
 async def test_a_failed_stream_keeps_its_partial_reply_marked_interrupted(
     tmp_path: Path, server: ScriptedServer, fault: s.Reply, kind: str
@@ -154,6 +208,52 @@ async def test_a_failed_stream_keeps_its_partial_reply_marked_interrupted(
     # It is on disk, not only in memory.
     on_disk = of_kind(read_events(tmp_path / "session.jsonl").events, ev.AssistantMessage)
     assert on_disk[0].interrupted is True
+
+
+async def test_a_cut_off_tool_call_is_not_run_and_the_text_before_it_is_kept(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    """Half a call's arguments are not a call: nothing runs, nothing answers it, and
+    the next request's history holds the kept text and no call."""
+    ran: list[dict[str, Any]] = []
+    echo = echo_tool()
+
+    async def recording(args: dict[str, Any]) -> dict[str, Any]:
+        ran.append(args)
+        return await echo.handler(args)
+
+    tool = Tool(echo.name, echo.description, echo.parameters, recording)
+    server.script(s.cutoff("Let me look that up.", calls=[("echo", '{"text": "hal')]))
+    log = SessionLog.open(tmp_path / "session.jsonl")
+    driver = opened(Driver(log, client_for(server), tools=ToolBox([tool])))
+    await _run_one(driver)
+    replies, end = _last_turn(log.events)
+    assert [(r.content, r.calls, r.interrupted) for r in replies] == [
+        ("Let me look that up.", (), True)
+    ]
+    assert of_kind(log.events, ev.ToolResult) == [] and ran == []
+    assert end.status == "error" and end.reason == "cut_off"
+    assert end.error.startswith(CUT_OFF)
+    await _run_one(driver, "again")
+    history = server.requests[-1]["messages"]
+    assert [m["role"] for m in history if m["role"] != "system"] == [
+        "user",
+        "assistant",
+        "user",
+    ]
+    assert all("tool_calls" not in m for m in history)
+
+
+async def test_a_cut_off_before_the_first_token_ends_the_turn_as_cut_off(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    server.script(s.cutoff("", cut=1))
+    log = SessionLog.open(tmp_path / "session.jsonl")
+    driver = opened(Driver(log, client_for(server)))
+    await _run_one(driver)
+    replies, end = _last_turn(log.events)
+    assert replies == []  # nothing was said, so nothing is kept
+    assert end.status == "error" and end.reason == "cut_off" and end.error.startswith(CUT_OFF)
 
 
 async def test_an_empty_answer_ends_the_turn_with_a_notice_and_logs_no_reply(
@@ -213,6 +313,22 @@ def test_prompt_mode_shows_the_partial_reply_and_one_error_line(
     assert needle in line and "127.0.0.1" in line and "partial reply is kept" in line
     reply = of_kind(_log_events(env), ev.AssistantMessage)[0]
     assert reply.content == "partial partial " and reply.interrupted is True
+
+
+def test_prompt_mode_exits_1_on_a_cut_off_reply_and_says_so(
+    env: Env, server: ScriptedServer
+) -> None:
+    server.script(s.cutoff("The answer is forty-t"))
+    result = trove("-p", "tell me", *env.common)
+    assert result.returncode == 1
+    assert result.stdout.strip() == "The answer is forty-t"
+    line = _error_line(result.stderr)
+    assert line.removeprefix("error: ").startswith(CUT_OFF), line
+    assert "127.0.0.1" in line and "partial reply is kept" in line
+    (reply,) = of_kind(_log_events(env), ev.AssistantMessage)
+    assert reply.content == "The answer is forty-t" and reply.interrupted is True
+    (end,) = of_kind(_log_events(env), ev.TurnEnd)
+    assert end.status == "error" and end.reason == "cut_off"
 
 
 @pytest.mark.parametrize("reply", [s.empty(), s.choiceless()], ids=["empty", "choiceless"])

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
-from engine.model._errors import empty, malformed, translate
+from engine.model._errors import cut_off, empty, malformed, translate
 from engine.model._sse import EventSplitter
 from engine.model._stream import Completion, StreamReader
 
@@ -206,7 +206,10 @@ class ModelClient:
         """Fold the event stream into ``reader``, one observer call per network read.
 
         Whatever text a read held reaches ``on_delta`` before anything it held
-        fails the reply, so the caller always has the partial text.
+        fails the reply, so the caller always has the partial text. A stream
+        that ends with neither ``[DONE]`` nor a finish reason was cut off and
+        fails; one with a finish reason but no ``[DONE]`` is whole (some
+        servers never send it).
         """
         oa = self._openai
         timeouts, transport = _transport_errors(oa)
@@ -219,6 +222,8 @@ class ModelClient:
             try:
                 raw = await anext(reads)
             except StopAsyncIteration:
+                if reader.finish is None:
+                    raise cut_off(self.display_url, model) from None
                 return
             except timeouts as exc:
                 raise oa.APITimeoutError(request=http.request) from exc

@@ -31,7 +31,8 @@ class ModelError(Exception):
     ``kind`` lets callers decide policy (retry later, compact, tell the user)
     without parsing the message: ``auth``, ``not_found``, ``unreachable``,
     ``rate_limit``, ``server``, ``bad_request``, ``timeout``, ``overflow``,
-    ``malformed`` (the stream is not chat completions) or ``empty`` (no answer).
+    ``malformed`` (the stream is not chat completions), ``empty`` (no answer) or
+    ``cut_off`` (the server ended the stream before the reply was finished).
     """
 
     def __init__(self, kind: str, message: str, *, status: int | None = None) -> None:
@@ -69,6 +70,20 @@ def empty(url: str, model: str, *, saw_choice: bool, finish: str | None) -> Mode
     return ModelError(
         "empty",
         f"the model returned an empty answer ({why}; model '{model}' at {url}): try again",
+    )
+
+
+def cut_off(url: str, model: str) -> ModelError:
+    """A stream that ended without a finish reason or ``[DONE]``: the reply is not whole.
+
+    The connection closed cleanly, so no transport error said so; without this
+    the text so far would pass for the whole answer. The line begins the same
+    for every server, so a user (or a script reading stderr) can tell it apart.
+    """
+    return ModelError(
+        "cut_off",
+        "reply cut off: the server closed the stream before the reply ended"
+        f" (no finish reason, no [DONE]; model '{model}' at {url}): try again",
     )
 
 

@@ -33,6 +33,27 @@ async def test_a_reset_mid_reply_keeps_the_partial_reply_marked(app_factory, ser
         assert of_kind(events, ev.AssistantMessage)[0].interrupted is True
 
 
+async def test_a_cut_off_reply_is_kept_marked_and_the_screen_says_it_was_cut_off(
+    app_factory, server
+):
+    server.script(s.cutoff("The answer is forty-t"), s.text("the next answer"))
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        await say(pilot, "tell me")
+        (reply,) = app.query(AssistantMessage)
+        assert reply.text == "The answer is forty-t" and reply.has_class("-interrupted")
+        (error,) = _errors(app)
+        assert error.startswith("✗ reply cut off: the server closed the stream"), error
+        assert server.base_url in error and error.endswith("the partial reply is kept")
+        (end,) = of_kind(app.runtime.thread.log.events, ev.TurnEnd)
+        assert end.status == "error" and end.reason == "cut_off"
+        await say(pilot, "again")
+        replies = list(app.query(AssistantMessage))
+        assert [r.text for r in replies] == ["The answer is forty-t", "the next answer"]
+        assert not replies[1].has_class("-interrupted")
+
+
 async def test_a_reopened_thread_shows_the_partial_reply_marked(app_factory, server):
     server.script(s.malformed(after_chunks=1))
     app = app_factory()
