@@ -191,3 +191,24 @@ def test_a_long_thread_resumed_then_scrolled_to_the_top(snap_compare, app_factor
         await settle(pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_a_queued_prompt_being_edited(snap_compare, app_factory, server):
+    """A reply is running; the queue strip lists "1. [editing] second thought" (in the
+    warning colour) and "2. [queued] third"; the prompt holds "second thought" to edit."""
+    server.script(s.text("slow", hold="before"))
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        for text in ("first", "second thought", "third"):
+            await type_text(pilot, text)
+            await pilot.press("enter")
+            if text == "first":
+                await server.wait_requests(1)
+        await until(pilot, lambda: len(pilot.app.runtime.driver.inbox) == 2)
+        await pilot.press("tab", "e")
+        await until(pilot, lambda: pilot.app.runtime.driver.inbox[0].held)
+        pilot.app.clear_notifications()
+        await pilot.pause()
+
+    assert snap_compare(app_factory(), terminal_size=SIZE, run_before=run_before)
