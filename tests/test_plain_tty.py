@@ -148,3 +148,22 @@ def test_plain_puts_a_kept_draft_in_the_input_line(env: Env, server: ScriptedSer
         assert current_draft(view.log) == ""
     finally:
         view.close()
+
+
+def _last_prompt(request: dict) -> str:
+    return [m["content"] for m in request["messages"] if m["role"] == "user"][-1]
+
+
+def test_prompt_flag_at_a_terminal_does_not_wait_for_stdin(
+    env: Env, server: ScriptedServer
+) -> None:
+    """`-p` with stdin a terminal sends just the question: a script run at a terminal
+    must not wait for typing."""
+    server.script(s.text("At once."))
+    term = Terminal(env, "-p", "asked at a terminal")
+    try:
+        term.wait_for(r"At once\.")
+        assert term.proc.wait(timeout=LIMIT) == 0
+    finally:
+        term.close()
+    assert [_last_prompt(request) for request in server.requests] == ["asked at a terminal"]
