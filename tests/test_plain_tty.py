@@ -116,7 +116,7 @@ def test_plain_streams_a_reply_and_acknowledges_a_queued_line(
     terminal.wait_for(r"queued \(1\)")
     server.release()
     terminal.wait_for(r"Hello wor\|ld, and the rest\.")
-    terminal.wait_for(r"two")
+    terminal.wait_for(r"two\n[\s\S]*›")  # a live prompt reads the teardown's Ctrl-D
 
 
 def test_plain_rewind_puts_the_prompt_back_in_the_input_line(
@@ -129,7 +129,7 @@ def test_plain_rewind_puts_the_prompt_back_in_the_input_line(
     terminal.type("/rewind 1\r")
     terminal.wait_for(r"in the input, ready to edit and send")
     terminal.type(", edited\r")  # typed after the prefilled text, then sent
-    terminal.wait_for(r"Answer again\.")
+    terminal.wait_for(r"Answer again\.\n[\s\S]*›")
     users = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"]
     assert users[-1] == "first question, edited"
     assert "first question" not in users[:-1]  # the rewound prompt is not in the history
@@ -152,7 +152,7 @@ def test_plain_puts_a_kept_draft_in_the_input_line(env: Env, server: ScriptedSer
         term.wait_for(r"Ctrl-D quits")
         term.wait_for(r"› half a thought")
         term.type(" made whole\r")
-        term.wait_for(r"Whole now\.")
+        term.wait_for(r"Whole now\.\n[\s\S]*›")  # the next prompt is live: Ctrl-D is read
     finally:
         term.close()
     users = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"]
