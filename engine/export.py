@@ -5,23 +5,54 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine.events import AssistantMessage, LogEvent, ToolResult, UserMessage, to_dict
+from engine.events import (
+    AssistantMessage,
+    LogEvent,
+    ToolResult,
+    TurnEnd,
+    UserMessage,
+    to_dict,
+)
 from engine.private import private_dir, write_private
 
 
 def thread_markdown(thread_id: str, events: list[LogEvent]) -> str:
+    """The thread as Markdown: each message under its speaker's heading.
+
+    A reply that did not end as the model meant is marked after its text, so
+    nobody takes it for a whole answer: "_(reply cancelled)_" when the user
+    stopped it, "_(reply cut off: …)_" with the turn's error when the stream
+    failed. A steer (text sent while a reply ran, read by the model before its
+    next step) starts with "**Steer:**".
+    """
     lines = [f"# Trove thread {thread_id}", ""]
-    for event in events:
+    for index, event in enumerate(events):
         if isinstance(event, UserMessage):
             label = "Checkpoint" if event.checkpoint is not None else "User"
-            lines += [f"## {label}", "", event.text, ""]
+            steer = "**Steer:** " if event.placement == "next-step" else ""
+            lines += [f"## {label}", "", steer + event.text, ""]
         elif isinstance(event, AssistantMessage):
             lines += ["## Assistant", "", event.content or "", ""]
             for call in event.calls:
                 lines += [f"- tool `{call.name}`: `{call.arguments}`"]
+            if event.cancelled:
+                lines += ["_(reply cancelled)_", ""]
+            elif event.interrupted:
+                lines += [f"_(reply cut off: {_why_cut_off(events, index)})_", ""]
         elif isinstance(event, ToolResult):
             lines += ["```", event.content, "```", ""]
     return "\n".join(lines)
+
+
+def _why_cut_off(events: list[LogEvent], index: int) -> str:
+    """The error of the turn the reply at `index` ends (its `turn/end` comes after it)."""
+    for later in range(index + 1, len(events)):  # no copy of the rest of the thread
+        event = events[later]
+        if isinstance(event, TurnEnd):
+            if event.error:
+                return " ".join(event.error.split())
+            break
+    return "the stream ended before the reply was complete"
 
 
 def export_thread(home: Path, thread_id: str, events: list[LogEvent]) -> list[Path]:

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 TIMEOUT = 30
@@ -31,10 +32,21 @@ def _clean_env() -> dict[str, str]:
     }
 
 
-def trove(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def trove(
+    *args: str, stdin: str | None = None, stdin_from: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run `trove ARGS`; stdin is a pipe holding `stdin` (empty by default), or the file
+    `stdin_from` (bytes as they are, or /dev/null)."""
+    if stdin_from is not None:
+        with stdin_from.open("rb") as file:
+            return _run(args, {"stdin": file})
+    return _run(args, {"input": stdin if stdin is not None else ""})
+
+
+def _run(args: tuple[str, ...], given: dict[str, Any]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "tui.cli", *args],
-        input=stdin if stdin is not None else "",
+        **given,
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -7,6 +7,7 @@ this process over real sockets; nothing is patched.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,12 @@ def _only_log(home: Path) -> tuple[str, list[Event]]:
 def _turn_kinds(events: list[Event]) -> list[str]:
     wanted = (ev.TurnStart, ev.UserMessage, ev.AssistantMessage, ev.TurnEnd, ev.EndSeed)
     return [type(e) for e in events if type(e) in wanted]
+
+
+def _lines(mode: str, line: str) -> str:
+    """Stdin for a test of both modes: `--plain` reads its prompt there, while `-p` has
+    it in its arguments and would append piped text to it."""
+    return f"{line}\n" if mode == "--plain" else ""
 
 
 def _one_line(stderr: str) -> str:
@@ -104,6 +111,101 @@ def test_prompt_flag_prints_only_the_answer(env: Env, server: ScriptedServer) ->
     assert result.stderr == ""
     _, events = _only_log(env.home)
     assert _turn_kinds(events) == [ev.TurnStart, ev.UserMessage, ev.AssistantMessage, ev.TurnEnd]
+
+
+def _sent_prompt(server: ScriptedServer) -> str:
+    """The user message the one request carried: what the model was really sent."""
+    (request,) = server.requests
+    return chat_messages(request)[-1]["content"]
+
+
+def test_prompt_flag_appends_piped_stdin_after_a_blank_line(
+    env: Env, server: ScriptedServer
+) -> None:
+    server.script(s.text("It is a list."))
+    result = trove(*env.common, "-p", "what is this?", stdin="milk\neggs\n\nbread\n\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "It is a list.\n"
+    # The question, a blank line, stdin's text (its trailing newlines dropped).
+    assert _sent_prompt(server) == "what is this?\n\nmilk\neggs\n\nbread"
+    _, events = _only_log(env.home)
+    assert [e.text for e in events if isinstance(e, ev.UserMessage)] == [_sent_prompt(server)]
+
+
+def test_prompt_dash_reads_the_whole_prompt_from_stdin(env: Env, server: ScriptedServer) -> None:
+    server.script(s.text("from stdin"))
+    result = trove(*env.common, "-p", "-", stdin="\ufeffsummarise:\n  indented line\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "from stdin\n"
+    assert _sent_prompt(server) == "summarise:\n  indented line"  # BOM and last newline gone
+
+
+@pytest.mark.parametrize("stdin", ["", "\n \n"], ids=["empty pipe", "blank pipe"])
+def test_prompt_flag_with_nothing_on_stdin_sends_just_the_question(
+    env: Env, server: ScriptedServer, stdin: str
+) -> None:
+    server.script(s.text("ok"))
+    result = trove(*env.common, "-p", "just this", stdin=stdin)
+    assert result.returncode == 0, result.stderr
+    assert _sent_prompt(server) == "just this"
+
+
+def test_prompt_flag_with_stdin_from_dev_null_sends_just_the_question(
+    env: Env, server: ScriptedServer
+) -> None:
+    server.script(s.text("ok"))
+    result = trove(*env.common, "-p", "just this", stdin_from=Path(os.devnull))
+    assert result.returncode == 0, result.stderr
+    assert _sent_prompt(server) == "just this"
+
+
+def test_prompt_flag_sends_five_megabytes_of_stdin_whole(env: Env, server: ScriptedServer) -> None:
+    """A large file piped in arrives whole: one read, one join (no quadratic cost)."""
+    with env.config.open("a", encoding="utf-8") as f:
+        f.write("  context_window: 10000000\n")  # no compaction of the one prompt
+    line = "0123456789 abcdefghij ABCDEFGHIJ klmnopqrst KLMNOPQRST uvwxyz é ü 中文\n"
+    big = line * (5_000_000 // len(line.encode()) + 1)
+    server.script(s.text("long"))
+    result = trove(*env.common, "-p", "count the lines", stdin=big)
+    assert result.returncode == 0, result.stderr
+    sent = _sent_prompt(server)
+    assert len(sent.encode()) > 5_000_000
+    assert sent == "count the lines\n\n" + big.rstrip("\n")
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "needle"),
+    [
+        (["-p", ""], "", "the prompt is empty"),
+        (["-p", "  "], "piped text\n", "the prompt is empty"),
+        (["-p", "-"], "", "stdin is empty"),
+        (["-p", "-"], "\n\n", "stdin is empty"),
+    ],
+    ids=["-p ''", "-p blank", "-p - empty stdin", "-p - blank stdin"],
+)
+def test_an_empty_prompt_is_a_usage_error(
+    env: Env, server: ScriptedServer, args: list[str], stdin: str, needle: str
+) -> None:
+    result = trove(*env.common, *args, stdin=stdin)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert needle in _one_line(result.stderr)
+    assert result.stdout == ""
+    assert server.requests == []
+    assert _logs(env.home) == [], "nothing was sent, so no thread is made"
+
+
+@pytest.mark.parametrize("args", [["-p", "what is this?"], ["-p", "-"]])
+def test_stdin_that_is_not_utf8_is_one_line_and_exit_2(
+    env: Env, server: ScriptedServer, tmp_path: Path, args: list[str]
+) -> None:
+    data = tmp_path / "latin1.txt"
+    data.write_bytes("café au lait\n".encode("latin-1"))
+    result = trove(*env.common, *args, stdin_from=data)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    line = _one_line(result.stderr)
+    assert "not UTF-8" in line and "0xe9 at offset 3" in line, line
+    assert server.requests == []
+    assert _logs(env.home) == []
 
 
 def test_thread_flag_resumes_with_an_end_seed_and_the_prior_turns(
@@ -218,7 +320,9 @@ def test_unreachable_server_gives_one_clear_line_and_exit_1(
     config = tmp_path / "config.yaml"
     write_config(config, f"http://127.0.0.1:{port}/v1")
     args = [mode, "hi"] if mode == "-p" else [mode]
-    result = trove("--home", str(tmp_path / "home"), "--config", str(config), *args, stdin="hi\n")
+    result = trove(
+        "--home", str(tmp_path / "home"), "--config", str(config), *args, stdin=_lines(mode, "hi")
+    )
     assert result.returncode == 1, (result.stdout, result.stderr)
     line = _one_line(result.stderr)
     assert "reach" in line and str(port) in line, line
@@ -255,7 +359,7 @@ def test_unknown_thread_exits_2_with_one_line(
     env: Env, server: ScriptedServer, thread: str, mode: str
 ) -> None:
     args = [mode, "hi"] if mode == "-p" else [mode]
-    result = trove(*env.common, "--thread", thread, *args, stdin="hi\n")
+    result = trove(*env.common, "--thread", thread, *args, stdin=_lines(mode, "hi"))
     assert result.returncode == 2, (result.stdout, result.stderr)
     line = _one_line(result.stderr)
     assert thread in line
@@ -277,7 +381,7 @@ def test_corrupt_log_in_a_resumed_thread_is_one_line_with_file_and_line(
     path.write_bytes(damaged)
 
     args = [mode, "after"] if mode == "-p" else [mode]
-    result = trove(*env.common, "--thread", thread_id, *args, stdin="after\n")
+    result = trove(*env.common, "--thread", thread_id, *args, stdin=_lines(mode, "after"))
     assert "Traceback" not in result.stderr, (
         "BUG: a corrupt log line in a resumed thread must give one line with file:line, "
         f"not a traceback (LogCorruptError escapes Runtime.open in trove {mode}). "
@@ -303,7 +407,7 @@ def test_torn_tail_in_a_resumed_thread_is_reported_and_the_turn_runs(
         fh.write(torn)
 
     args = [mode, "q2"] if mode == "-p" else [mode]
-    result = trove(*env.common, "--thread", thread_id, *args, stdin="q2\n")
+    result = trove(*env.common, "--thread", thread_id, *args, stdin=_lines(mode, "q2"))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "second"
     assert result.stderr.strip(), (

@@ -23,6 +23,10 @@ from tests.scripted_server import ScriptedServer
 LIMIT = 20.0
 """Seconds a wait for output may take before the test fails (a bound, never a delay)."""
 
+LIVE = r"Ctrl-D quits[\s\S]*›"
+"""The prompt is drawn, so the terminal is in raw mode: a Ctrl-C typed before would be the
+line discipline's SIGINT, not a key the REPL reads."""
+
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
 
 
@@ -50,13 +54,19 @@ class Terminal:
     def type(self, text: str) -> None:
         os.write(self.master, text.encode())
 
-    def wait_for(self, pattern: str) -> None:
-        """Read until `pattern` (a regex) shows in the output, escapes stripped."""
+    def mark(self) -> int:
+        """Where the output read so far ends, for a `wait_for` that looks only after it."""
+        return len(self.seen)
+
+    def wait_for(self, pattern: str, *, since: int = 0) -> None:
+        """Read until `pattern` (a regex) shows in the output after `since`, escapes
+        stripped."""
         deadline = time.monotonic() + LIMIT
-        while not re.search(pattern, _ANSI.sub("", self.seen)):
+        while not re.search(pattern, _ANSI.sub("", self.seen[since:])):
             left = deadline - time.monotonic()
             if left <= 0:
-                raise AssertionError(f"never saw {pattern!r} in {_ANSI.sub('', self.seen)!r}")
+                shown = _ANSI.sub("", self.seen[since:])
+                raise AssertionError(f"never saw {pattern!r} in {shown!r}")
             ready, _, _ = select.select([self.master], [], [], left)
             if ready:
                 try:
@@ -66,7 +76,10 @@ class Terminal:
 
     def close(self) -> None:
         """Ctrl-D, reading what trove writes meanwhile: a child whose output nobody reads
-        blocks on a full pty and never exits (a teardown that once waited out LIMIT)."""
+        blocks on a full pty and never exits (a teardown that once waited out LIMIT).
+        A second call does nothing."""
+        if self.master < 0:
+            return
         if self.proc.poll() is None:
             self.type("\x04")  # Ctrl-D quits
             deadline = time.monotonic() + LIMIT
@@ -81,6 +94,7 @@ class Terminal:
                 self.proc.kill()
             self.proc.wait()
         os.close(self.master)
+        self.master = -1
 
 
 @pytest.fixture
@@ -102,7 +116,7 @@ def test_plain_streams_a_reply_and_acknowledges_a_queued_line(
     terminal.wait_for(r"queued \(1\)")
     server.release()
     terminal.wait_for(r"Hello wor\|ld, and the rest\.")
-    terminal.wait_for(r"two")
+    terminal.wait_for(r"two\n[\s\S]*›")  # a live prompt reads the teardown's Ctrl-D
 
 
 def test_plain_rewind_puts_the_prompt_back_in_the_input_line(
@@ -115,7 +129,7 @@ def test_plain_rewind_puts_the_prompt_back_in_the_input_line(
     terminal.type("/rewind 1\r")
     terminal.wait_for(r"in the input, ready to edit and send")
     terminal.type(", edited\r")  # typed after the prefilled text, then sent
-    terminal.wait_for(r"Answer again\.")
+    terminal.wait_for(r"Answer again\.\n[\s\S]*›")
     users = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"]
     assert users[-1] == "first question, edited"
     assert "first question" not in users[:-1]  # the rewound prompt is not in the history
@@ -138,7 +152,7 @@ def test_plain_puts_a_kept_draft_in_the_input_line(env: Env, server: ScriptedSer
         term.wait_for(r"Ctrl-D quits")
         term.wait_for(r"› half a thought")
         term.type(" made whole\r")
-        term.wait_for(r"Whole now\.")
+        term.wait_for(r"Whole now\.\n[\s\S]*›")  # the next prompt is live: Ctrl-D is read
     finally:
         term.close()
     users = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"]
@@ -148,3 +162,83 @@ def test_plain_puts_a_kept_draft_in_the_input_line(env: Env, server: ScriptedSer
         assert current_draft(view.log) == ""
     finally:
         view.close()
+
+
+def _last_prompt(request: dict) -> str:
+    return [m["content"] for m in request["messages"] if m["role"] == "user"][-1]
+
+
+def test_plain_ctrl_c_clears_the_line_and_up_brings_it_back(
+    env: Env, terminal: Terminal, server: ScriptedServer
+) -> None:
+    """As in the app: Ctrl-C on a line with text (nothing running) empties it without
+    sending it, and Up recalls it; a cleared line is kept for the session, not on disk."""
+    server.script(s.text("Answer."))
+    terminal.wait_for(LIVE)
+    terminal.type("draft to drop")
+    terminal.wait_for(r"draft to drop")
+    mark = terminal.mark()
+    terminal.type("\x03")
+    terminal.wait_for(r"line cleared: Up brings it back\)\n[\s\S]*›", since=mark)
+    mark = terminal.mark()
+    terminal.type("\x1b[A")  # Up
+    terminal.wait_for(r"draft to drop", since=mark)
+    terminal.type("\r")
+    terminal.wait_for(r"Answer\.\n[\s\S]*›")  # drawn by a live prompt (or just before one)
+    assert [_last_prompt(request) for request in server.requests] == ["draft to drop"]
+    mark = terminal.mark()
+    terminal.type("never sent")
+    terminal.wait_for(r"never sent", since=mark)
+    terminal.type("\x03")
+    terminal.wait_for(r"line cleared: Up brings it back", since=mark)
+    terminal.close()
+    assert terminal.proc.returncode == 0
+    assert len(server.requests) == 1
+    history = (env.home / "prompt-history").read_text(encoding="utf-8")
+    assert "draft to drop" in history and "never sent" not in history
+
+
+def test_plain_ctrl_c_on_an_empty_line_says_how_to_quit(
+    terminal: Terminal, server: ScriptedServer
+) -> None:
+    terminal.wait_for(LIVE)
+    mark = terminal.mark()
+    terminal.type("\x03")
+    terminal.wait_for(r"\(nothing to cancel; Ctrl-D quits\)\n[\s\S]*›", since=mark)
+    assert "Up brings it back" not in terminal.seen
+    assert terminal.proc.poll() is None, "Ctrl-C on an empty line does not quit"
+
+
+def test_plain_ctrl_c_while_a_reply_runs_cancels_it_and_keeps_the_line(
+    terminal: Terminal, server: ScriptedServer
+) -> None:
+    """As in the app: Ctrl-C stops the running reply first; what was typed meanwhile
+    stays in the line, to send with Enter."""
+    server.script(s.text("Partial and|the rest", chunk_chars=8, hold=True), s.text("Second."))
+    terminal.wait_for(LIVE)
+    terminal.type("first\r")
+    terminal.wait_for(r"Partial\n›")  # the reply's first line, above the live prompt
+    terminal.type("next one")
+    terminal.wait_for(r"next one")
+    mark = terminal.mark()
+    terminal.type("\x03")
+    terminal.wait_for(r"cancelled: the partial reply is kept[\s\S]*› next one", since=mark)
+    terminal.type("\r")
+    terminal.wait_for(r"Second\.\n[\s\S]*›")
+    assert [_last_prompt(request) for request in server.requests] == ["first", "next one"]
+    server.release()
+
+
+def test_prompt_flag_at_a_terminal_does_not_wait_for_stdin(
+    env: Env, server: ScriptedServer
+) -> None:
+    """`-p` with stdin a terminal sends just the question: a script run at a terminal
+    must not wait for typing."""
+    server.script(s.text("At once."))
+    term = Terminal(env, "-p", "asked at a terminal")
+    try:
+        term.wait_for(r"At once\.")
+        assert term.proc.wait(timeout=LIMIT) == 0
+    finally:
+        term.close()
+    assert [_last_prompt(request) for request in server.requests] == ["asked at a terminal"]

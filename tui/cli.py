@@ -53,7 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
     _common(parser, suppress=False)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--plain", action="store_true", help="plain prompt-toolkit REPL")
-    mode.add_argument("-p", "--prompt", metavar="TEXT", help="one turn, answer on stdout, exit")
+    mode.add_argument(
+        "-p",
+        "--prompt",
+        metavar="TEXT",
+        help="one turn, answer on stdout, exit; piped stdin is appended; - reads it all",
+    )
     parser.add_argument(
         "--local", action="store_true", help="use the offline local model (the local extra)"
     )
@@ -181,9 +186,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return archive_command(args, config, home)
         if args.prompt is not None:
-            from tui.oneshot import run_oneshot
+            from tui.oneshot import PromptUsageError, oneshot_prompt, run_oneshot, stdin_bytes
 
-            return run_oneshot(config, home, args.prompt, thread_id=args.thread, backend=backend)
+            try:  # read before the thread is opened: a slow pipe holds no lock
+                prompt = oneshot_prompt(args.prompt, stdin_bytes())
+            except PromptUsageError as exc:
+                return _fail(str(exc), EXIT_USAGE)
+            return run_oneshot(config, home, prompt, thread_id=args.thread, backend=backend)
         if args.plain or not (sys.stdin.isatty() and sys.stdout.isatty()):
             from tui.plain import run_plain
 

@@ -13,7 +13,7 @@ import contextlib
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.backend import Backend
 from engine.commands import Command, is_command
@@ -26,6 +26,9 @@ from engine.runtime import Runtime, open_thread
 from engine.session import ThreadNotFoundError, resume_hint
 from engine.thread_lock import ThreadLockedError
 from tui.printer import StreamPrinter
+
+if TYPE_CHECKING:  # prompt-toolkit is imported only when a terminal needs it
+    from prompt_toolkit.document import Document
 
 
 class PlainRepl:
@@ -176,7 +179,6 @@ class PlainRepl:
     async def run_tty(self) -> None:
         from prompt_toolkit import PromptSession
         from prompt_toolkit.completion import Completer, Completion
-        from prompt_toolkit.history import FileHistory
         from prompt_toolkit.patch_stdout import patch_stdout
 
         repl = self
@@ -194,10 +196,8 @@ class PlainRepl:
                             display_meta=command.summary,
                         )
 
-        history = prompt_history_path(self.runtime.home)
-        session: PromptSession[str] = PromptSession(
-            history=FileHistory(str(history)), completer=SlashCompleter()
-        )
+        history = _prompt_history(prompt_history_path(self.runtime.home))
+        session: PromptSession[str] = PromptSession(history=history, completer=SlashCompleter())
         printer = self.printer
         self._session = session
 
@@ -216,18 +216,18 @@ class PlainRepl:
         thread = self.runtime.thread
         self.printer.say(
             f"trove · thread {thread.id} · model {self.runtime.config.model.name}"
-            " — /help for commands, Ctrl-C cancels, Ctrl-D quits"
+            " — /help for commands, Ctrl-C cancels or clears, Ctrl-D quits"
         )
         # The prompt left unsent when the thread was last closed (engine.draft).
-        draft = "" if thread.read_only else current_draft(thread.log)
+        draft: Document | str = "" if thread.read_only else current_draft(thread.log)
         with patch_stdout(raw=True):
             while True:
                 try:
                     line = await session.prompt_async(message, default=draft)
                     draft = ""
+                    history.accepted(line)
                 except KeyboardInterrupt:
-                    if not self.cancel():
-                        self.printer.notice("(nothing to cancel; Ctrl-D quits)")
+                    draft = self._interrupt(session.default_buffer.document, history)
                     continue
                 except EOFError:  # only on an empty line: a kept draft was sent or dropped
                     keep_draft(thread.log, "")
@@ -244,6 +244,23 @@ class PlainRepl:
                         lambda task: self._after_command(session, task)
                     )
         await self._finish_command()
+
+    def _interrupt(self, typed: Document, history: _KeepsLines) -> Document | str:
+        """Ctrl-C at the prompt, as in the app: stop what runs, else clear the line.
+
+        Returns what the next input line starts with. Stopping a reply or a
+        command leaves the typed text in the line; with nothing running, a line
+        with text is cleared and kept in this session's history (Up brings it
+        back), and an empty line only says how to quit.
+        """
+        if self.cancel():
+            return typed
+        if typed.text.strip():
+            history.keep(typed.text)
+            self.printer.notice("(line cleared: Up brings it back)")
+        else:
+            self.printer.notice("(nothing to cancel; Ctrl-D quits)")
+        return ""
 
     def _after_command(self, session: object, task: asyncio.Task[None]) -> None:
         if task.cancelled():
@@ -295,3 +312,45 @@ def prompt_history_path(home: Path) -> Path:
     from engine.private import private_dir, touch_private
 
     return touch_private(private_dir(home, base=home) / "prompt-history")
+
+
+class _KeepsLines(Protocol):
+    def keep(self, text: str) -> None: ...
+
+
+def _prompt_history(path: Path) -> Any:
+    """The REPL's FileHistory, which can also hold a line for this session only.
+
+    A line cleared with Ctrl-C comes back with Up, as the app's prompt keeps
+    it, but reaches the file only if it is sent after all (`accepted`:
+    prompt-toolkit does not store a line equal to the newest one it holds).
+    """
+    from prompt_toolkit.history import FileHistory
+
+    class PromptHistory(FileHistory):
+        def __init__(self, filename: str) -> None:
+            super().__init__(filename)
+            self._keeping = False
+            self._unsaved: set[str] = set()
+
+        def keep(self, text: str) -> None:
+            strings = self.get_strings()
+            if strings and strings[-1] == text:
+                return
+            self._unsaved.add(text)
+            self._keeping = True
+            try:
+                self.append_string(text)
+            finally:
+                self._keeping = False
+
+        def accepted(self, line: str) -> None:
+            if line in self._unsaved:
+                self.store_string(line)
+
+        def store_string(self, string: str) -> None:
+            if not self._keeping:
+                self._unsaved.discard(string)
+                super().store_string(string)
+
+    return PromptHistory(str(path))
