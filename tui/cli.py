@@ -200,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ThreadLockedError as exc:
         return _fail(str(exc), EXIT_FAILURE)
     except LogCorruptError as exc:
-        return _fail(f"{exc} (the log was not changed; repair or remove that line)", EXIT_FAILURE)
+        return _fail(f"{exc} (the log was not changed)", EXIT_FAILURE)
     except OSError as exc:
         return _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), EXIT_FAILURE)
 

@@ -22,8 +22,10 @@ def list_threads_command(config: Config, home: Path, *, as_json: bool = False) -
     """Each thread's title, message count, compactions and last activity, newest first.
 
     `--json` prints a list of objects: `{"id", "title", "messages", "compactions",
-    "last_activity", "modified", "problem"}` (`messages`/`compactions` null and
-    `problem` set for a log that does not load).
+    "last_activity", "modified", "problem"}`: `problem` names the bad line of a
+    damaged log (`session.jsonl:LINE: what`; the counts are of the lines before
+    it, what loads), or says why the log cannot be read (counts null). Nothing
+    is changed on disk.
     """
     threads = list_threads(home, config.user_id, verify=True)
     if as_json:
@@ -36,12 +38,15 @@ def list_threads_command(config: Config, home: Path, *, as_json: bool = False) -
         stamp = local_time(info.last_activity) or info.modified.astimezone().strftime(
             "%Y-%m-%d %H:%M"
         )
-        if info.problem:
+        if info.messages is None:  # unreadable: nothing to count
             print(safe_text(f"{info.id}  {stamp}  {info.title}  [damaged: {info.problem}]"))
             continue
-        messages = _plural(info.messages or 0, "message")
+        messages = _plural(info.messages, "message")
         counts = f"{messages}, {_plural(info.compactions or 0, 'compaction')}"
-        print(safe_text(f"{info.id}  {stamp}  {counts:28}  {info.title}"))
+        line = f"{info.id}  {stamp}  {counts:28}  {info.title}"
+        if info.problem:
+            line += f"  [damaged: {info.problem}; opening it repairs it]"
+        print(safe_text(line))
     return 0
 
 
@@ -112,17 +117,23 @@ def archive_command(args: argparse.Namespace, config: Config, home: Path) -> int
     if thread_id is None:
         raise ThreadNotFoundError(f"no threads for user {config.user_id!r} in {home}")
     render: Callable[[dict[str, Any]], str]
+
+    def report(text: str) -> None:  # a damaged log: read up to its bad line, said once
+        print(f"trove: {safe_text(text)}", file=sys.stderr)
+
     if args.command == "notes":
-        result = cli_notes(home, config.user_id, thread_id)
+        result = cli_notes(home, config.user_id, thread_id, report=report)
         render = render_notes
     elif args.history_command == "search":
-        result = cli_search(home, config.user_id, thread_id, args.query, args.role)
+        result = cli_search(home, config.user_id, thread_id, args.query, args.role, report=report)
         render = render_search
     else:
         if args.offset < 0:
             print("trove: --offset must be 0 or more", file=sys.stderr)
             return 2
-        result = cli_read(home, config.user_id, thread_id, args.source_id, args.offset)
+        result = cli_read(
+            home, config.user_id, thread_id, args.source_id, args.offset, report=report
+        )
         render = render_read
     if result.get("error") == "invalid_arguments":  # what was asked is malformed: usage
         return _bad_usage(result, as_json=args.json)
