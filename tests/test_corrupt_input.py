@@ -185,7 +185,7 @@ def test_read_only_commands_report_a_wrong_shape_in_one_line(env: Env, args: lis
     path = _thread(env.home, "t1", BAD_TEXT)
     result = trove(*env.common, *args, "--thread", "t1")
     line = _one_line_report(result, path, 3)
-    assert "read the 2 events before it" in line
+    assert "read the 2 events before it" in line and "trove doctor t1" in line
     # `read` asks for a source the thread does not have: the tool's own not-found.
     assert result.returncode == (1 if args[-1] == SOURCE else 0), result.stderr
     assert path.read_bytes() == BAD_TEXT

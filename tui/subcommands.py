@@ -1,4 +1,5 @@
-"""`trove threads`, `trove history …`, `trove notes`: read-only views, no model.
+"""`trove threads`, `trove history …`, `trove notes`: read-only views, no model; and
+`trove doctor`, which repairs a thread's log when it can take the thread.
 
 What they print comes from logs and archives, so it is text for a terminal
 made safe: human output through `safe_text`, `--json` with every control
@@ -45,7 +46,7 @@ def list_threads_command(config: Config, home: Path, *, as_json: bool = False) -
         counts = f"{messages}, {_plural(info.compactions or 0, 'compaction')}"
         line = f"{info.id}  {stamp}  {counts:28}  {info.title}"
         if info.problem:
-            line += f"  [damaged: {info.problem}; opening it repairs it]"
+            line += f"  [damaged: {info.problem}; trove doctor {info.id} repairs it]"
         print(safe_text(line))
     return 0
 
@@ -156,3 +157,37 @@ def _bad_usage(result: dict[str, Any], *, as_json: bool) -> int:
     else:
         print(safe_text(f"trove: {result.get('message')}"), file=sys.stderr)
     return 2
+
+
+def doctor_command(args: argparse.Namespace, config: Config, home: Path) -> int:
+    """`trove doctor THREAD [--json]`: what is wrong with the thread's files, repaired when
+    no other process has the thread (engine.doctor). Exit 0 healthy or repaired, 1 not
+    repaired (one line on stderr says why), 2 no thread named."""
+    from engine.doctor import examine
+
+    named = [name for name in (args.doctor_thread, args.thread) if name]
+    if not named or len(set(named)) > 1:
+        why = "names two threads" if named else "needs a thread: trove doctor THREAD"
+        print(f"trove: doctor {why}", file=sys.stderr)
+        return 2
+    checkup = examine(home, config.user_id, named[0])
+    if args.json:
+        print(safe_json(checkup.as_json()))
+    else:
+        head = f"thread {checkup.thread}: {checkup.status}"
+        if checkup.held_by is not None:
+            head += f" (open in another Trove process, {checkup.held_by}: nothing changed)"
+        lines = [head]
+        for finding in checkup.findings:
+            done = f"; repaired: {finding.repaired}" if finding.repaired else ""
+            lines.append(f"  {finding.problem}{done}")
+        if checkup.kept:
+            lines.append(f"  kept beside the log: {', '.join(checkup.kept)}")
+        print(safe_text("\n".join(lines)))
+    if checkup.status == "damaged":
+        why = f"it is open in another Trove process ({checkup.held_by}); close it there"
+        if checkup.held_by is None:
+            why = "the repair did not take"
+        print(f"trove: thread {checkup.thread} not repaired: {safe_text(why)}", file=sys.stderr)
+        return 1
+    return 0

@@ -51,7 +51,7 @@ def thread_snapshot(
         count = len(loaded.events)
         report(
             f"{loaded.damage}; read the {count} event{'' if count == 1 else 's'} before it "
-            "(the log is repaired when the thread is next opened to write)"
+            f"(trove doctor {thread_id} repairs the log)"
         )
     events = current_line(loaded.events)  # a rewound thread: its line
     surface = Surface.from_events(events)

@@ -256,7 +256,7 @@ class SessionLog:
             if loaded.damage is not None:
                 log.damage_report = (
                     f"{loaded.damage}; showing the {_events(count)} before it "
-                    "(the log is repaired when its writer next opens it)"
+                    "(the log is repaired when its writer opens it, or by trove doctor)"
                 )
         log.events = log.file_events = loaded.events
         log.snapshot_events = loaded.from_snapshot
