@@ -242,7 +242,8 @@ class Runtime(Struct):
                 compaction.capture = _completing_capture(lambda: runtime, compaction)
                 driver.hooks = _CompleteFirst(compaction, lambda: runtime.complete())
         thread.log.subscribe(relay.on_event)
-        notices = [thread.log.torn_report] if thread.log.torn_report else []
+        reports = (thread.log.damage_report, thread.log.torn_report)
+        notices = [report for report in reports if report]
         if thread.log.tail.quit_compact is not None:
             notices.append(INTERRUPTED_COMPACTION)
         runtime = cls(

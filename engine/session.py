@@ -62,7 +62,8 @@ class ThreadInfo(Struct, frozen=True):
     modified: datetime
     title: str
     problem: str | None = None
-    """Why the log does not load (`session.jsonl:LINE: what`), when it was verified."""
+    """The bad line that ends what loads of the log (`session.jsonl:LINE: what`), when it
+    was verified; the counts are then the consistent prefix's."""
     messages: int | None = None
     """User prompts and assistant replies, when verified (engine.thread_summary)."""
     compactions: int | None = None
@@ -99,20 +100,19 @@ def _title(path: Path) -> str:
 
 def _verified(home: Path, user_id: str, info: ThreadInfo) -> ThreadInfo:
     """The thread's counts from a full read of its log (cached while the log is unchanged),
-    or the one line that keeps it from loading."""
+    with the line that ends its consistent prefix when it has one (nothing is changed)."""
     from msgspec.structs import replace
 
     from engine.thread_summary import summarize
 
     try:
         summary = summarize(home, user_id, info.id)
-    except LogCorruptError as exc:
-        return replace(info, problem=f"{LOG_NAME}:{exc.line}: {exc.problem}")
     except (OSError, ThreadNotFoundError) as exc:
         why = exc.strerror if isinstance(exc, OSError) else None
         return replace(info, problem=f"{LOG_NAME}: unreadable ({why or exc})")
     return replace(
         info,
+        problem=summary.problem,
         messages=summary.messages,
         compactions=summary.compactions,
         last_activity=summary.last_activity,

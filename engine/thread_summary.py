@@ -27,6 +27,7 @@ So the derivation is cached in the thread's directory, `summary.cache`:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import os
@@ -57,7 +58,7 @@ from engine.session import LOG_NAME, ThreadNotFoundError, thread_dir
 from engine.surface import Surface
 
 CACHE_NAME = "summary.cache"
-FORMAT = 4
+FORMAT = 5
 """Bumped whenever what a summary holds or how it is derived changes."""
 TITLE_CHARS = 60
 TAIL_BYTES = 4096
@@ -86,6 +87,9 @@ class ThreadSummary:
     folded: list[str]
     """Their texts casefolded, in order: what `--all` matches terms against
     (casefolding them again would cost ~0.3 ms a thread and query)."""
+    problem: str | None = None
+    """What ends the log's consistent prefix (`session.jsonl:LINE: what`), which is all
+    that is summarized; None for a log that loads whole (the only kind cached)."""
 
     @functools.cached_property
     def active(self) -> list[Source]:
@@ -160,8 +164,9 @@ def summarize(
     """The thread's summary, from its cache when the log has not changed since.
 
     `directory` is the thread's (`thread_dir`), when the caller has it already.
-    Raises `ThreadNotFoundError` (no log), `engine.log.LogCorruptError` (a log
-    that does not load) or `OSError` (one that cannot be read).
+    A log with a bad line is summarized up to it (its consistent prefix), with
+    `problem` naming the line; nothing is changed on disk, and no cache is kept.
+    Raises `ThreadNotFoundError` (no log) or `OSError` (one that cannot be read).
     """
     directory = directory or thread_dir(home, user_id, thread_id)
     log_path = directory / LOG_NAME
@@ -176,6 +181,9 @@ def summarize(
         return found
     loaded = _read_log(log_path)
     summary = derive(thread_id, scope, loaded.events)
+    if loaded.damage is not None:
+        damage = loaded.damage
+        return dataclasses.replace(summary, problem=f"{LOG_NAME}:{damage.line}: {damage.problem}")
     if loaded.torn is None and loaded.good_bytes == key[2] and _same(log_path, key):
         _store(cache, key, summary)
     return summary

@@ -52,8 +52,9 @@ several rounds counts once):
 - wedged: rounds where the reopened thread could not take its lock, a new
   prompt did not finish (or did not end `ok`, or left input queued), or
   `/compact` did not succeed, each within 20 s.
-- unloadable: rounds where the log failed to load or the thread failed to
-  open (any exception). The damaged thread is kept aside and the run goes on
+- unloadable: rounds where the log failed to load whole (a bad line, which
+  readers now load up to and the writer would set aside) or the thread
+  failed to open (any exception). The damaged thread is kept aside and the run goes on
   with a new one.
 
 Per-round facts checked: those planted in the last few rounds plus a random
@@ -492,10 +493,14 @@ class Soak:
     def check_readonly(self, round_no: int) -> tuple[list[str], bool]:
         """Step 1; returns the facts missing (reported) and whether the load failed."""
         try:
-            events = read_events(self.log_path).events
+            loaded = read_events(self.log_path)
         except Exception as exc:
             self.broken(f"the log does not load: {type(exc).__name__}: {exc}")
             return [], True
+        if loaded.damage is not None:  # loads up to a bad line: still not a whole log
+            self.broken(f"the log does not load whole: {loaded.damage}")
+            return [], True
+        events = loaded.events
         scope = scope_binding(USER, self.thread_id)
         tail = TailState()
         for event in events:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from engine import events as ev
-from engine.log import LogCorruptError, SessionLog, read_events, snapshot
+from engine.log import SessionLog, read_events, snapshot
 from engine.log.replay import _read_events
 
 COUNT = 60
@@ -140,15 +140,48 @@ def test_a_damaged_snapshot_is_a_miss(tmp_path: Path) -> None:
         _read_from_its_lines(path)
 
 
-def test_a_bad_line_after_the_snapshot_is_named_as_always(tmp_path: Path) -> None:
+def test_a_bad_line_after_the_snapshot_is_set_aside_and_the_snapshot_kept(
+    tmp_path: Path,
+) -> None:
+    """The damage lies after what the snapshot covers: the quarantine cuts the log no
+    shorter than that, so the snapshot still stands for the log and is used again."""
     path = tmp_path / "session.jsonl"
     _snapshotted(path)
     with path.open("ab") as fh:
         fh.write(b"not json\n")
         fh.write(b'{"seq": 62, "ts": "2025-01-01T00:00:00.000Z", "kind": "turn/end"}\n')
-    with pytest.raises(LogCorruptError) as raised:
-        read_events(path)
-    assert raised.value.line == COUNT + 1
+    loaded = read_events(path)
+    assert loaded.damage is not None and loaded.damage.line == COUNT + 1
+    assert len(loaded.events) == COUNT
+    log = SessionLog.open(path)
+    assert log.damage_report is not None and f"{path}:{COUNT + 1}: " in log.damage_report
+    log.append(ev.UserMessage(text="after the repair"))
+    log.close()
+    again = read_events(path)
+    assert again.from_snapshot == COUNT and again.damage is None
+    assert again.events == _plain(path) and len(again.events) == COUNT + 1
+
+
+def test_a_quarantine_that_cuts_into_the_snapshot_removes_it(tmp_path: Path) -> None:
+    """Damage inside what the snapshot covers (a hand edit: the snapshot is already a
+    miss): the log is cut below the snapshot's end, so the snapshot goes first, and the
+    log grown back past that point is read from its lines, never from it."""
+    path = tmp_path / "session.jsonl"
+    _snapshotted(path)
+    data = path.read_bytes()
+    lines = data.splitlines(keepends=True)
+    lines[29] = b"{damaged by hand\n"
+    path.write_bytes(b"".join(lines))
+    log = SessionLog.open(path)
+    assert log.damage_report is not None and f"{path}:30: " in log.damage_report
+    assert not snapshot.path_for(path).exists()
+    for i in range(40):
+        log.append(ev.UserMessage(text=f"more {i}"))
+    log.close()
+    assert path.stat().st_size > len(data)
+    again = read_events(path)
+    assert again.damage is None and again.events == _plain(path)
+    assert [e.seq for e in again.events] == list(range(1, 29 + 40 + 1))
 
 
 def test_events_of_an_unknown_kind_are_kept_and_never_snapshotted(tmp_path: Path) -> None:

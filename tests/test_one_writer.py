@@ -148,3 +148,96 @@ async def test_two_plain_sessions_on_one_thread_leave_a_loadable_thread(env):
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     said = [e.text for e in of_kind(events, ev.UserMessage) if e.item_id is not None]
     assert said == ["first prompt", "second prompt"]
+
+
+_HOLDER = (
+    "import sys\n"
+    "from pathlib import Path\n"
+    "from engine import events as ev\n"
+    "from engine.session import Thread\n"
+    "t = Thread.resume(Path(sys.argv[1]), 'local', 'shared')\n"
+    "print('held', flush=True)\n"
+    "for line in sys.stdin:\n"
+    "    t.log.append(ev.UserMessage(text=line.strip()))\n"
+    "    print('appended', flush=True)\n"
+    "t.close()\n"
+)
+
+
+@pytest.mark.parametrize("what", ["deleted", "replaced"])
+async def test_a_lock_file_deleted_or_replaced_under_its_holder_still_keeps_writers_out(
+    env, what: str
+) -> None:
+    """Issue 30 item 1: a cleanup script or a sync tool deletes `session.lock` (or puts a
+    new file in its place) while a writer runs; the next opener must still be refused,
+    told who has the thread, and the log must keep one seq per line."""
+    _thread(env).close()
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        _HOLDER,
+        str(env.home),
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        assert await asyncio.wait_for(child.stdout.readline(), 30) == b"held\n"
+        lock = env.home / "users/local/threads/shared/session.lock"
+        if what == "deleted":
+            lock.unlink()
+        else:
+            spare = lock.with_name("spare")
+            spare.write_text("1 elsewhere\n")  # a stale copy naming nobody who has it
+            os.replace(spare, lock)
+        with pytest.raises(ThreadLockedError) as refused:
+            Thread.resume(env.home, "local", "shared")
+        assert f"pid {child.pid}" in str(refused.value)
+        plain = await asyncio.to_thread(
+            trove, *env.common, "--thread", "shared", "--plain", stdin="intruder\n"
+        )
+        assert plain.returncode == 1 and plain.stderr.count("\n") == 1, plain.stderr
+        assert f"pid {child.pid}" in plain.stderr and "open in another Trove process" in (
+            plain.stderr
+        )
+        view = Thread.view(env.home, "local", "shared", "read-only view")
+        assert [e.text for e in of_kind(view.log.events, ev.UserMessage)] == ["the code is ZULU-9"]
+        view.close()
+        child.stdin.write(b"still the only writer\n")
+        await child.stdin.drain()
+        assert await asyncio.wait_for(child.stdout.readline(), 30) == b"appended\n"
+    finally:
+        child.stdin.close()
+        await asyncio.wait_for(child.wait(), 30)
+    events = read_events(env.home / "users/local/threads/shared/session.jsonl").events
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    said = [e.text for e in of_kind(events, ev.UserMessage)]
+    assert said == ["the code is ZULU-9", "still the only writer"]
+    Thread.resume(env.home, "local", "shared").close()  # free once the holder is gone
+
+
+def test_where_a_directory_cannot_be_locked_the_lock_file_still_is(env, monkeypatch) -> None:
+    """NFS emulates flock with byte-range locks, which a directory's read-only descriptor
+    cannot take (EBADF): the thread still opens, and a second writer is still refused."""
+    import errno
+    import stat
+
+    from engine import thread_lock
+
+    real = thread_lock._flock
+
+    def no_directories(fd: int) -> bool:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.EBADF, "Bad file descriptor")
+        return real(fd)
+
+    monkeypatch.setattr(thread_lock, "_flock", no_directories)
+    holder = _thread(env)
+    try:
+        with pytest.raises(ThreadLockedError) as refused:
+            Thread.resume(env.home, "local", "shared")
+        assert f"pid {os.getpid()}" in str(refused.value)
+    finally:
+        holder.close()
+    Thread.resume(env.home, "local", "shared").close()

@@ -127,11 +127,15 @@ def test_all_works_while_another_process_holds_a_threads_writer(env: Env) -> Non
         holder.close()
 
 
-def test_a_thread_that_does_not_load_is_one_line_and_the_rest_are_searched(env: Env) -> None:
+def test_a_damaged_thread_is_one_line_searched_up_to_its_bad_line(env: Env) -> None:
+    """A bad line ends what is searched of that thread (its consistent prefix), is named
+    in one line, and nothing is changed on disk; the other threads are searched as ever."""
     made(env.home, "local", "good", f"good {CODE}")
     made(env.home, "local", "broken", f"broken {CODE}")
     log = env.home / "users" / "local" / "threads" / "broken" / "session.jsonl"
     log.write_bytes(log.read_bytes().replace(b'"kind":"compact/end"', b'"kind":"compact/end",', 1))
+    damaged = log.read_bytes()
+    files = sorted(p.name for p in log.parent.iterdir())
     made(env.home, "local", "lost-archive", f"lost {CODE}", f"active {CODE}")
     archive = env.home / "users" / "local" / "threads" / "lost-archive" / "task-history"
     for path in archive.iterdir():
@@ -145,6 +149,11 @@ def test_a_thread_that_does_not_load_is_one_line_and_the_rest_are_searched(env: 
     data = json.loads(trove(*env.common, "history", "search", CODE, "--all", "--json").stdout)
     assert {g["thread"] for g in data["threads"]} == {"good", "lost-archive"}
     assert {p["thread"] for p in data["problems"]} == {"broken", "lost-archive"}
+    (broken,) = [p["problem"] for p in data["problems"] if p["thread"] == "broken"]
+    assert broken.startswith("session.jsonl:6: not valid JSON")
+    assert broken.endswith("(searched the lines before it)")
+    assert data["threads_searched"] == 3 and data["threads_not_searched"] == 0
+    assert log.read_bytes() == damaged and sorted(p.name for p in log.parent.iterdir()) == files
 
 
 def test_all_refuses_thread_and_checks_the_query_like_the_tool(env: Env) -> None:

@@ -92,6 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     notes = sub.add_parser("notes", help="print the thread's task notes")
     _common(notes, suppress=True)
     notes.add_argument("--json", action="store_true")
+    doctor = sub.add_parser("doctor", help="check a thread's files; repair its log")
+    _common(doctor, suppress=True)
+    doctor.add_argument("doctor_thread", nargs="?", metavar="THREAD", help="the thread")
+    doctor.add_argument("--json", action="store_true")
     return parser
 
 
@@ -181,6 +185,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from tui.subcommands import list_threads_command
 
             return list_threads_command(config, home, as_json=args.json)
+        if args.command == "doctor":
+            from tui.subcommands import doctor_command
+
+            return doctor_command(args, config, home)
         if args.command in ("history", "notes"):
             from tui.subcommands import archive_command
 
@@ -209,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ThreadLockedError as exc:
         return _fail(str(exc), EXIT_FAILURE)
     except LogCorruptError as exc:
-        return _fail(f"{exc} (the log was not changed; repair or remove that line)", EXIT_FAILURE)
+        return _fail(f"{exc} (the log was not changed)", EXIT_FAILURE)
     except OSError as exc:
         return _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), EXIT_FAILURE)
 

@@ -1,4 +1,5 @@
-"""`trove threads`, `trove history …`, `trove notes`: read-only views, no model.
+"""`trove threads`, `trove history …`, `trove notes`: read-only views, no model; and
+`trove doctor`, which repairs a thread's log when it can take the thread.
 
 What they print comes from logs and archives, so it is text for a terminal
 made safe: human output through `safe_text`, `--json` with every control
@@ -22,8 +23,10 @@ def list_threads_command(config: Config, home: Path, *, as_json: bool = False) -
     """Each thread's title, message count, compactions and last activity, newest first.
 
     `--json` prints a list of objects: `{"id", "title", "messages", "compactions",
-    "last_activity", "modified", "problem"}` (`messages`/`compactions` null and
-    `problem` set for a log that does not load).
+    "last_activity", "modified", "problem"}`: `problem` names the bad line of a
+    damaged log (`session.jsonl:LINE: what`; the counts are of the lines before
+    it, what loads), or says why the log cannot be read (counts null). Nothing
+    is changed on disk.
     """
     threads = list_threads(home, config.user_id, verify=True)
     if as_json:
@@ -36,12 +39,15 @@ def list_threads_command(config: Config, home: Path, *, as_json: bool = False) -
         stamp = local_time(info.last_activity) or info.modified.astimezone().strftime(
             "%Y-%m-%d %H:%M"
         )
-        if info.problem:
+        if info.messages is None:  # unreadable: nothing to count
             print(safe_text(f"{info.id}  {stamp}  {info.title}  [damaged: {info.problem}]"))
             continue
-        messages = _plural(info.messages or 0, "message")
+        messages = _plural(info.messages, "message")
         counts = f"{messages}, {_plural(info.compactions or 0, 'compaction')}"
-        print(safe_text(f"{info.id}  {stamp}  {counts:28}  {info.title}"))
+        line = f"{info.id}  {stamp}  {counts:28}  {info.title}"
+        if info.problem:
+            line += f"  [damaged: {info.problem}; trove doctor {info.id} repairs it]"
+        print(safe_text(line))
     return 0
 
 
@@ -112,17 +118,23 @@ def archive_command(args: argparse.Namespace, config: Config, home: Path) -> int
     if thread_id is None:
         raise ThreadNotFoundError(f"no threads for user {config.user_id!r} in {home}")
     render: Callable[[dict[str, Any]], str]
+
+    def report(text: str) -> None:  # a damaged log: read up to its bad line, said once
+        print(f"trove: {safe_text(text)}", file=sys.stderr)
+
     if args.command == "notes":
-        result = cli_notes(home, config.user_id, thread_id)
+        result = cli_notes(home, config.user_id, thread_id, report=report)
         render = render_notes
     elif args.history_command == "search":
-        result = cli_search(home, config.user_id, thread_id, args.query, args.role)
+        result = cli_search(home, config.user_id, thread_id, args.query, args.role, report=report)
         render = render_search
     else:
         if args.offset < 0:
             print("trove: --offset must be 0 or more", file=sys.stderr)
             return 2
-        result = cli_read(home, config.user_id, thread_id, args.source_id, args.offset)
+        result = cli_read(
+            home, config.user_id, thread_id, args.source_id, args.offset, report=report
+        )
         render = render_read
     if result.get("error") == "invalid_arguments":  # what was asked is malformed: usage
         return _bad_usage(result, as_json=args.json)
@@ -145,3 +157,37 @@ def _bad_usage(result: dict[str, Any], *, as_json: bool) -> int:
     else:
         print(safe_text(f"trove: {result.get('message')}"), file=sys.stderr)
     return 2
+
+
+def doctor_command(args: argparse.Namespace, config: Config, home: Path) -> int:
+    """`trove doctor THREAD [--json]`: what is wrong with the thread's files, repaired when
+    no other process has the thread (engine.doctor). Exit 0 healthy or repaired, 1 not
+    repaired (one line on stderr says why), 2 no thread named."""
+    from engine.doctor import examine
+
+    named = [name for name in (args.doctor_thread, args.thread) if name]
+    if not named or len(set(named)) > 1:
+        why = "names two threads" if named else "needs a thread: trove doctor THREAD"
+        print(f"trove: doctor {why}", file=sys.stderr)
+        return 2
+    checkup = examine(home, config.user_id, named[0])
+    if args.json:
+        print(safe_json(checkup.as_json()))
+    else:
+        head = f"thread {checkup.thread}: {checkup.status}"
+        if checkup.held_by is not None:
+            head += f" (open in another Trove process, {checkup.held_by}: nothing changed)"
+        lines = [head]
+        for finding in checkup.findings:
+            done = f"; repaired: {finding.repaired}" if finding.repaired else ""
+            lines.append(f"  {finding.problem}{done}")
+        if checkup.kept:
+            lines.append(f"  kept beside the log: {', '.join(checkup.kept)}")
+        print(safe_text("\n".join(lines)))
+    if checkup.status == "damaged":
+        why = f"it is open in another Trove process ({checkup.held_by}); close it there"
+        if checkup.held_by is None:
+            why = "the repair did not take"
+        print(f"trove: thread {checkup.thread} not repaired: {safe_text(why)}", file=sys.stderr)
+        return 1
+    return 0

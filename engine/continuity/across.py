@@ -8,8 +8,9 @@ group holds the same object the tool returns, plus which thread it is.
 Nothing here writes a log or takes a thread's lock: logs are read (through
 the summary cache, engine/thread_summary.py) and archives opened `mode=ro`,
 so it works while other Trove processes hold any of the threads. A thread
-whose log does not load is reported in one line and skipped; one whose
-archive cannot be read is reported and still searched in its active
+whose log has a bad line is searched up to it (its consistent prefix) and
+reported in one line; one that cannot be read is reported and skipped; one
+whose archive cannot be read is reported and still searched in its active
 messages.
 
 Speed: opening an archive costs about a millisecond before any query, so an
@@ -36,7 +37,6 @@ from engine.continuity.search import HistoryView
 from engine.continuity.status import STATUS_DETAIL, scope_binding
 from engine.continuity.store import ArchiveError, ArchiveStore, archive_path
 from engine.continuity.tools import search_result
-from engine.log import LogCorruptError
 from engine.session import LOG_NAME, ThreadNotFoundError, thread_dir, user_dir
 from engine.thread_summary import ThreadSummary, summarize
 
@@ -107,8 +107,6 @@ def _summarized(
     try:
         directory = thread_dir(home, user_id, thread_id)
         summary = summarize(home, user_id, thread_id, directory)
-    except LogCorruptError as exc:
-        return f"{LOG_NAME}:{exc.line}: {exc.problem} (skipped)"
     except ThreadNotFoundError:
         return "its log was removed (skipped)"
     except OSError as exc:
@@ -264,18 +262,22 @@ def _search_all(
     ask = _Query(home, user_id, query, role, terms, patterns)
     problems: dict[str, str] = {}
     order: list[_Thread] = []
+    skipped = 0
     for thread_id in ids:
         if cancelled is not None and cancelled():
             break
         found = _summarized(home, user_id, thread_id, patterns, hashes)
         if isinstance(found, str):
             problems[thread_id] = found
+            skipped += 1
         else:
             order.append(found)
+            if found.summary.problem is not None:  # searched up to its bad line
+                problems[thread_id] = f"{found.summary.problem} (searched the lines before it)"
     order.sort(key=lambda t: (t.summary.last_activity, t.summary.thread), reverse=True)
     limit = max_threads if max_threads > 0 else len(order)
     groups: list[_Thread] = []
-    left = len(ids) - len(order) - len(problems)  # cancelled before summarizing them
+    left = len(ids) - len(order) - skipped  # cancelled before summarizing them
     try:
         # The tool's tiers, across threads: threads holding every term; only when
         # none does, threads holding some (a one-term query has one tier).
@@ -302,7 +304,9 @@ def _search_all(
             why = (thread.result or {}).get("reason")
             if why is None and thread.view is not None:
                 why = thread.view.resolution.error
-            problems[thread.summary.thread] = f"history {status}: {why or STATUS_DETAIL[status]}"
+            also = f"history {status}: {why or STATUS_DETAIL[status]}"
+            before = problems.get(thread.summary.thread)
+            problems[thread.summary.thread] = f"{before}; {also}" if before else also
     listed = [{"thread": t, "problem": problems[t]} for t in sorted(problems)]
     return {
         "query": query,

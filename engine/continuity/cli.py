@@ -4,8 +4,10 @@ Each helper reads the thread's log (`engine.log.read_events`, read-only) and
 opens its archive read-only, then returns exactly the JSON object the matching
 model tool returns, so scripts and the model share one contract. Nothing here
 creates or modifies a file: a thread without an archive reads as having none.
-Failures to read the log raise `engine.log.LogCorruptError` (or
-`engine.session.ThreadNotFoundError` for a bad id); the CLI maps them to exit 1.
+A log with a bad line is read up to it (its consistent prefix, as every
+reader does) and the line is passed to `report`, so the CLI can say so; a
+log that cannot be read raises OSError (`engine.session.ThreadNotFoundError`
+for a bad id).
 """
 
 from __future__ import annotations
@@ -26,16 +28,32 @@ from engine.log.line import current_line
 from engine.session import LOG_NAME, ThreadNotFoundError, thread_dir
 from engine.surface import Surface
 
+Report = Callable[[str], None]
+"""Told, in one line, that the log has a bad line and what was read instead."""
+
 
 def thread_snapshot(
-    home: Path, user_id: str, thread_id: str, config: TaskContinuityConfig | None = None
+    home: Path,
+    user_id: str,
+    thread_id: str,
+    config: TaskContinuityConfig | None = None,
+    *,
+    report: Report | None = None,
 ) -> Snapshot:
-    """The thread's state at the end of its log, with its archive opened read-only."""
+    """The thread's state at the end of its log (or of its consistent prefix, `report`
+    told why), with its archive opened read-only."""
     directory = thread_dir(home, user_id, thread_id)
     log_path = directory / LOG_NAME
     if not log_path.is_file():
         raise ThreadNotFoundError(f"no thread {thread_id!r} for user {user_id!r}")
-    events = current_line(read_events(log_path).events)  # a rewound thread: its line
+    loaded = read_events(log_path)
+    if loaded.damage is not None and report is not None:
+        count = len(loaded.events)
+        report(
+            f"{loaded.damage}; read the {count} event{'' if count == 1 else 's'} before it "
+            f"(trove doctor {thread_id} repairs the log)"
+        )
+    events = current_line(loaded.events)  # a rewound thread: its line
     surface = Surface.from_events(events)
     active = surface_inputs(surface.entries, hidden_seqs(events))
     scope = scope_binding(user_id, thread_id)
@@ -46,10 +64,16 @@ def thread_snapshot(
 
 
 def cli_search(
-    home: Path, user_id: str, thread_id: str, query: str, role: str | None = None
+    home: Path,
+    user_id: str,
+    thread_id: str,
+    query: str,
+    role: str | None = None,
+    *,
+    report: Report | None = None,
 ) -> dict[str, Any]:
     """`trove history search QUERY [--role R] --json`: the history_search result."""
-    snapshot = thread_snapshot(home, user_id, thread_id)
+    snapshot = thread_snapshot(home, user_id, thread_id, report=report)
     args: dict[str, Any] = {"query": query}
     if role is not None:
         args["role"] = role
@@ -60,19 +84,27 @@ def cli_search(
 
 
 def cli_read(
-    home: Path, user_id: str, thread_id: str, source_id: str, offset: int = 0
+    home: Path,
+    user_id: str,
+    thread_id: str,
+    source_id: str,
+    offset: int = 0,
+    *,
+    report: Report | None = None,
 ) -> dict[str, Any]:
     """`trove history read ID [--offset N] --json`: the history_read result."""
-    snapshot = thread_snapshot(home, user_id, thread_id)
+    snapshot = thread_snapshot(home, user_id, thread_id, report=report)
     try:
         return read_result(snapshot, {"source_id": source_id, "offset": offset})
     finally:
         _close(snapshot)
 
 
-def cli_notes(home: Path, user_id: str, thread_id: str) -> dict[str, Any]:
+def cli_notes(
+    home: Path, user_id: str, thread_id: str, *, report: Report | None = None
+) -> dict[str, Any]:
     """`trove notes --json`: notes with each citation's status, and the history status."""
-    snapshot = thread_snapshot(home, user_id, thread_id)
+    snapshot = thread_snapshot(home, user_id, thread_id, report=report)
     try:
         return notebook_report(snapshot)
     finally:

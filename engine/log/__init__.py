@@ -4,16 +4,18 @@ The log is the single source of truth. The surface the model sees, the turn
 counter, the inbox that survives a crash and the compaction lock are all
 derived from it by replay, so a reader only ever needs this file.
 
-Each line is one `engine.events` Struct: a load gives typed events (or one
-`file:line` error), and an append takes a typed payload and stamps it.
+Each line is one `engine.events` Struct: a load gives typed events (the
+log's consistent prefix: every line up to the first bad one, which is named
+`file:line`), and an append takes a typed payload and stamps it.
 
 Rooms: `line_codec` (one line to one event and back; `LogCorruptError`),
-`replay` (a whole file read back, the torn tail found), `snapshot` (a long
-log's events kept as msgpack beside it, used only while the log still begins
-with the bytes they came from), `brackets`
+`replay` (a whole file read back, the torn tail and the first bad line
+found), `snapshot` (a long log's events kept as msgpack beside it, used only
+while the log still begins with the bytes they came from), `brackets`
 (`TailState`: the open turn, the open compaction, the end-seed) and
-`session_log` (`SessionLog`, appending; `LogWriteError`). Import from
-`engine.log`; the rooms are its implementation.
+`session_log` (`SessionLog`, appending; `LogWriteError`; the writer's
+quarantine of a bad line and what follows it). Import from `engine.log`; the
+rooms are its implementation.
 """
 
 from engine.collector import paused_gc

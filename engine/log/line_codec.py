@@ -2,7 +2,8 @@
 
 A line is one `engine.events` Struct as JSON. Decoding takes the fast typed
 path first and falls back to a careful one that names the bad line
-(`LogCorruptError`, `file:line`) or keeps a kind this code does not know.
+(`LogCorruptError`, `file:line`: where the log's consistent prefix ends) or
+keeps a kind this code does not know.
 Encoding reads its own line back, so what this process writes always loads.
 """
 
@@ -21,7 +22,12 @@ from engine.events import KINDS, KnownEvent, LogEvent, UnknownEvent, to_dict
 
 
 class LogCorruptError(Exception):
-    """A line other than a torn tail is unreadable: loading stops rather than lose data."""
+    """A line other than a torn tail is unreadable, or breaks the seq order.
+
+    It ends what loads: the events before it are the log's consistent prefix
+    (`LoadResult.damage`), and the writer moves it and every byte after it
+    into a quarantine file beside the log (`SessionLog.open`).
+    """
 
     def __init__(self, path: Path, line: int, problem: str) -> None:
         super().__init__(f"{path}:{line}: {problem}")

@@ -1,7 +1,11 @@
 """Replay: reading a whole log file back as typed events, and finding a torn tail.
 
 A torn last line (no trailing newline: a crash cut the write short) is
-reported, not raised; any other bad line raises `LogCorruptError`.
+reported, not raised. Any other bad line (one that does not decode, has the
+wrong shape, or breaks the seq order 1, 2, 3 …) ends what loads: the events
+before it, the log's consistent prefix, are returned with the bad line named
+(`LoadResult.damage`, `file:line`). Reading never changes the file; moving
+the rest aside is the writer's (`SessionLog.open`).
 """
 
 from __future__ import annotations
@@ -16,19 +20,26 @@ from msgspec import Struct
 from engine.collector import paused_gc
 from engine.events import LogEvent
 from engine.log import snapshot
-from engine.log.line_codec import decode_lines, parse_line
+from engine.log.line_codec import LogCorruptError, decode_lines, parse_line
 
 
 class LoadResult(Struct):
     events: list[LogEvent]
+    """The log's consistent prefix: every event up to the first bad line (all of them
+    when there is none)."""
     torn: str | None
+    """The report of a torn last line (None with `damage`: the rest holds it)."""
     good_bytes: int
+    """The bytes `events` take at the start of the file: what stays after a repair."""
     from_snapshot: int = 0
     """How many of the events the snapshot gave (0: every line was decoded)."""
+    damage: LogCorruptError | None = None
+    """The first bad line (not a torn tail), which ends the prefix; None: none."""
 
 
 def read_events(path: Path) -> LoadResult:
-    """Parse a log file; a torn last line is reported, any other bad line raises.
+    """Parse a log file: its consistent prefix, a torn last line reported, the first
+    other bad line named in `damage` (never raised).
 
     A long log's snapshot (engine.log.snapshot) stands for the lines it covers
     when the log still begins with exactly those bytes; the lines after it,
@@ -45,8 +56,9 @@ def read_events(path: Path) -> LoadResult:
 
 def _read_after(path: Path, kept: snapshot.Snapshot) -> LoadResult | None:
     """The snapshot's events and the log's lines after them (None: the log does not begin
-    with the bytes the snapshot covers, or a line after them is bad: the whole file is
-    read the careful way, which names it)."""
+    with the bytes the snapshot covers, or a line after them is not a plain event in
+    order: the whole file is read the careful way, which keeps an unknown kind or
+    finds where the consistent prefix ends)."""
     try:
         with path.open("rb") as fh:
             if snapshot.crc_of_prefix(fh, kept.covered) != kept.crc:
@@ -94,6 +106,27 @@ def _read_events(path: Path) -> LoadResult:
     parsed = decode_lines(lines)
     if parsed is not None:
         return LoadResult(parsed, torn, cut)
-    raws = data[:cut].split(b"\n")[:-1]
-    events = [parse_line(path, index + 1, raw) for index, raw in enumerate(raws)]
+    events, good, damage = _careful(path, data, cut)
+    if damage is not None:
+        return LoadResult(events, None, good, damage=damage)
     return LoadResult(events, torn, cut)
+
+
+def _careful(
+    path: Path, data: bytes, cut: int
+) -> tuple[list[LogEvent], int, LogCorruptError | None]:
+    """The whole lines of `data[:cut]` one at a time, up to the first bad one: their
+    events, the bytes those take, and the bad line's error (None: every line is good;
+    a kind this code does not know is kept)."""
+    events: list[LogEvent] = []
+    offset = 0
+    lineno = 0
+    while offset < cut:
+        end = data.index(b"\n", offset)
+        lineno += 1
+        try:
+            events.append(parse_line(path, lineno, data[offset:end]))
+        except LogCorruptError as exc:
+            return events, offset, exc
+        offset = end + 1
+    return events, offset, None

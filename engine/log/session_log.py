@@ -49,6 +49,63 @@ def _torn_copy(path: Path, seq: int) -> Path:
     return keep
 
 
+def _events(count: int) -> str:
+    return f"{count} event" + ("" if count == 1 else "s")
+
+
+def _quarantine_file(path: Path, moment: datetime) -> tuple[Path, int]:
+    """A new file beside the log for bytes set aside (created here, opened for writing);
+    an earlier quarantine is never overwritten."""
+    stamp = moment.strftime("%Y%m%dT%H%M%SZ")
+    attempt = 1
+    while True:
+        suffix = "" if attempt == 1 else f".{attempt}"
+        keep = path.with_name(f"{path.name}.quarantine-{stamp}{suffix}")
+        try:
+            return keep, open_private(keep, os.O_WRONLY | os.O_EXCL)
+        except FileExistsError:
+            attempt += 1
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make a new name in `directory` durable (best effort: not every file system can)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def quarantine(path: Path, keep_from: int, moment: datetime) -> tuple[Path, int]:
+    """Move every byte of the log from `keep_from` on into a new quarantine file beside
+    it, then cut the log there; returns the file and how many bytes it holds.
+
+    Only the writer (it holds the thread's lock) may. The copy is on disk (fsync, and
+    its name) before the log is cut, so a crash between the two leaves the bytes in
+    both places, never in neither; a replay snapshot covering more than what stays is
+    removed before the cut (`snapshot.discard_beyond`).
+    """
+    with path.open("r+b") as log:
+        log.seek(keep_from)
+        rest = log.read()
+        keep, fd = _quarantine_file(path, moment)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(rest)
+                out.flush()
+                os.fsync(out.fileno())
+        except BaseException:
+            keep.unlink(missing_ok=True)  # the log is untouched: nothing was set aside
+            raise
+        _fsync_directory(path.parent)
+        snapshot.discard_beyond(path, keep_from)
+        log.truncate(keep_from)
+        log.flush()
+        os.fsync(log.fileno())
+    return keep, len(rest)
+
+
 class LogWriteError(OSError):
     """An append that did not happen: the file is byte for byte as before it.
 
@@ -120,6 +177,13 @@ class SessionLog:
         what the inbox restore and the history scan read instead of every event."""
         self.on_listener_error: ListenerErrorHandler = _report_listener_error
         self.torn_report: str | None = None
+        self.damage_report: str | None = None
+        """The line that ended the log's consistent prefix and what became of the rest
+        (moved to a quarantine file by the writer; left alone by a read-only log): said
+        once, since the writer leaves a clean log behind."""
+        self.set_aside: Path | None = None
+        """The file this open moved bytes of the log into (a quarantine, or a torn tail's
+        copy), if it did."""
         self.read_only: str | None = None
         """Why appends are refused (None: they are not): another process holds the thread."""
         self.snapshot_events = 0
@@ -159,14 +223,26 @@ class SessionLog:
 
         A torn tail is cut off the file so the next append starts on a clean
         line; its bytes are kept beside the log, never silently dropped.
-        With `read_only` (the reason) the file is only read: nothing is cut,
-        and every append raises LogWriteError with that reason.
+        A bad line elsewhere (or one out of seq order) ends what loads: that
+        line and everything after it are moved to a quarantine file beside
+        the log (`quarantine`), and appends go on after the last good seq.
+        With `read_only` (the reason) the file is only read: nothing is cut
+        or moved, the prefix is what loads, and every append raises
+        LogWriteError with that reason.
         """
         log = cls(path, clock=clock)
         loaded = read_events(path)
+        count = len(loaded.events)
         if read_only is None:
             private_dir(path.parent)
-            if loaded.torn is not None:
+            if loaded.damage is not None:
+                keep, size = quarantine(path, loaded.good_bytes, log.clock())
+                log.set_aside = keep
+                log.damage_report = (
+                    f"{loaded.damage}; loaded the {_events(count)} before it, and moved that "
+                    f"line and the rest of the log ({size} bytes) to {keep.name}"
+                )
+            elif loaded.torn is not None:
                 raw = path.read_bytes()[loaded.good_bytes :]
                 keep = _torn_copy(path, len(loaded.events) + 1)
                 with os.fdopen(open_private(keep, os.O_WRONLY | os.O_EXCL), "wb") as fh:
@@ -174,8 +250,14 @@ class SessionLog:
                 with path.open("r+b") as fh:
                     fh.truncate(loaded.good_bytes)
                 log.torn_report = loaded.torn + f" (kept in {keep.name})"
+                log.set_aside = keep
         else:
             log.read_only = read_only
+            if loaded.damage is not None:
+                log.damage_report = (
+                    f"{loaded.damage}; showing the {_events(count)} before it "
+                    "(the log is repaired when its writer opens it, or by trove doctor)"
+                )
         log.events = log.file_events = loaded.events
         log.snapshot_events = loaded.from_snapshot
         with paused_gc():

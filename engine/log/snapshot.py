@@ -108,7 +108,8 @@ def crc_of_prefix(fh: IO[bytes], size: int) -> int | None:
     rather than read (see `load`). Leaves `fh` just after them.
 
     A mapped file cut short under the mapping would fault; Trove never cuts a log
-    below what a snapshot covers (a torn tail is cut, and it lies after those bytes)."""
+    below what a snapshot covers (a torn tail is cut, and it lies after those bytes;
+    a quarantine that cuts below removes the snapshot first: `discard_beyond`)."""
     if os.fstat(fh.fileno()).st_size < size:
         return None
     if size == 0:
@@ -117,6 +118,26 @@ def crc_of_prefix(fh: IO[bytes], size: int) -> int | None:
         crc = zlib.crc32(data)
     fh.seek(size)
     return crc
+
+
+def discard_beyond(log_path: Path, size: int) -> None:
+    """Remove the snapshot if it covers more of the log than its first `size` bytes (or
+    its header cannot be read). The writer does, before it cuts the log to `size` (a
+    quarantine): no reader then maps bytes about to go, and the log grown again past
+    them never meets a snapshot of what was cut (its CRC would be the only guard)."""
+    target = path_for(log_path)
+    try:
+        with target.open("rb") as fh:
+            head = fh.read(len(MAGIC) + _HEADER.size)
+    except FileNotFoundError:
+        return
+    except OSError:
+        head = b""
+    whole = len(head) == len(MAGIC) + _HEADER.size and head.startswith(MAGIC)
+    if whole and _HEADER.unpack_from(head, len(MAGIC))[0] <= size:
+        return
+    with contextlib.suppress(OSError):
+        target.unlink()
 
 
 def worth_writing(events: list[LogEvent], kept: int) -> bool:
