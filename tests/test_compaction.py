@@ -405,9 +405,35 @@ async def test_whole_surface_change_stops_an_explicit_range(tmp_path, server):
     with pytest.raises(CompactionError) as changed:
         await task
     assert changed.value.kind == "changed"
-    assert of_kind(rt.thread.log.events, ev.CompactStart)[-1].turn == 2
+    assert of_kind(rt.thread.log.events, ev.CompactStart)[-1].turn is None  # no open turn
     surface_before = [e.seq for e in entries]
     assert [e.seq for e in rt.driver.surface.entries][:4] == surface_before
+    await rt.aclose()
+
+
+async def test_an_explicit_range_is_owned_by_the_open_turn_else_by_none(tmp_path, server):
+    """Seed 003: the numeric owner is recovered from the open turn; between turns the
+    bracket has none (`turn: null`), not the turn that ended before it."""
+    rt = open_runtime(tmp_path, server)
+    await chat(rt, "one", "two")
+    entries = list(rt.driver.surface.entries)
+    server.script(s.text("summary of one"))
+    await rt.compaction.compact_range(rt.driver, entries[0].seq, entries[1].seq)
+    events = rt.thread.log.events
+    start, end = of_kind(events, ev.CompactStart)[-1], of_kind(events, ev.CompactEnd)[-1]
+    assert (start.turn, end.turn, end.error) == (None, None, None)
+    # During a turn (its reply held), the range belongs to that turn.
+    server.script(s.text("the answer to three", hold="before"), s.text("summary of two"))
+    rt.driver.send("three")
+    await server.wait_requests(4)
+    running = rt.driver.running_turn
+    assert running == 3
+    kept = [e for e in rt.driver.surface.entries if not e.checkpoint]
+    await rt.compaction.compact_range(rt.driver, kept[0].seq, kept[1].seq)
+    assert of_kind(rt.thread.log.events, ev.CompactStart)[-1].turn == running
+    assert of_kind(rt.thread.log.events, ev.CompactEnd)[-1].turn == running
+    server.release()
+    await asyncio.wait_for(rt.driver.when_idle(), 5)
     await rt.aclose()
 
 

@@ -105,11 +105,16 @@ class CompactService:
         *,
         flush: bool = False,
     ) -> CompactOutcome:
+        """Compact the surface entries between two log seqs, whole-surface stable.
+
+        The bracket's owner is the open turn, if one is open, else none (`turn:
+        null`, seed 003): a turn that has ended owns nothing that starts after it.
+        """
         span = range_span(agent.surface, first_seq, last_seq)
         if span is None:
             raise InvalidRangeError(f"no messages between seq {first_seq} and {last_seq}")
-        tail = agent.log.tail
-        owner = tail.open_turn.turn if tail.open_turn else tail.last_turn
+        open_turn = agent.log.tail.open_turn
+        owner = open_turn.turn if open_turn is not None else None
         return await self._run(agent, span, Region(owner, "surface", flush))
 
     # -- automatic: TurnHooks -------------------------------------------------
