@@ -545,6 +545,65 @@ async def test_busy_text_when_a_turn_runs(tmp_path, server):
     await rt.aclose()
 
 
+COMPACTION_BUSY = (
+    "Compaction is busy: a compaction is already running. "
+    "Nothing was written; try again when it has finished."
+)
+
+
+async def test_busy_text_when_a_compaction_runs(tmp_path, server, monkeypatch):
+    """A second /compact is refused because compaction holds the boundary, and says so:
+    while the first one's summary is written (its bracket open), and before its bracket
+    opens (selection, admission already reserved); a pressure compaction inside a turn
+    is a compaction too."""
+    rt = open_runtime(tmp_path, server)
+    await chat(rt, "one", "two")
+    server.script(s.text("held summary", hold="before"))
+    first = asyncio.ensure_future(rt.commands.run("/compact"))
+    await server.wait_requests(3)
+    assert rt.thread.log.tail.open_compact is not None
+    second = await rt.commands.run("/compact")
+    assert (second.ok, second.text) == (False, COMPACTION_BUSY)
+    server.release()
+    assert (await first).ok
+    # Admission reserved, the selection still in its worker: no bracket yet.
+    entered, go_on = threading.Event(), threading.Event()
+    real = selection_module.run_drained
+
+    async def held_selection(choose: Any, *args: Any) -> Any:
+        def held(*inner: Any) -> Any:
+            entered.set()
+            go_on.wait(10)
+            return choose(*inner)
+
+        return await real(held, *args)
+
+    await chat(rt, "three", "four")
+    monkeypatch.setattr(selection_module, "run_drained", held_selection)
+    server.script(s.text("another summary"))
+    third = asyncio.ensure_future(rt.commands.run("/compact"))
+    try:
+        await asyncio.to_thread(entered.wait, 10)
+        assert rt.thread.log.tail.open_compact is None and rt.driver.reserved
+        fourth = await rt.commands.run("/compact")
+        assert (fourth.ok, fourth.text) == (False, COMPACTION_BUSY)
+    finally:
+        go_on.set()  # a failed assert must not leave the worker waiting
+    assert (await third).ok
+    # A pressure compaction inside a running turn.
+    await chat(rt, "five")
+    rt.compaction.config = config(server, auto=True, threshold=0.0001).compaction
+    server.script(s.text("held auto summary", hold="before"))
+    rt.driver.send("six")
+    await server.wait_requests(8)
+    assert rt.thread.log.tail.open_compact is not None and rt.driver.running_turn is not None
+    during = await rt.commands.run("/compact")
+    assert (during.ok, during.text) == (False, COMPACTION_BUSY)
+    server.release()
+    await asyncio.wait_for(rt.driver.when_idle(), 5)
+    await rt.aclose()
+
+
 async def test_cancellation_keeps_its_exact_cause_after_close_and_flush(tmp_path, server):
     rt = open_runtime(tmp_path, server)
     await chat(rt, "one", "two")
