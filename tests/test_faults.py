@@ -31,7 +31,7 @@ from engine import events as ev
 from engine.config import load_config
 from engine.continuity.cli import cli_search
 from engine.log import read_events
-from engine.runtime import Runtime
+from engine.runtime import INTERRUPTED_COMPACTION, Runtime
 from engine.session import LOG_NAME, Thread, thread_dir
 from engine.surface import Surface
 from tests import scripted_server as s
@@ -105,18 +105,17 @@ def _findable(home: Path, events: list[dict[str, Any]]) -> list[str]:
     return missing
 
 
-@pytest.mark.parametrize(("mode", "fault", "point"), CASES)
-async def test_a_fault_anywhere_in_compaction_loses_nothing(tmp_path, server, mode, fault, point):
+async def _meet_fault(tmp_path: Path, server, mode: str, fault: str, point: str) -> Path:
+    """Run tests/fault_child.py on a new thread in `tmp_path` (the home); its config path."""
     config_path = _config(tmp_path, server)
-    home = tmp_path
-    Thread.create(home, "local", THREAD).close()
+    Thread.create(tmp_path, "local", THREAD).close()
     _script(server, mode)
     env = {key: v for key, v in os.environ.items() if not key.startswith("OPENAI_")}
     child = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "tests.fault_child",
-        str(home),
+        str(tmp_path),
         str(config_path),
         THREAD,
         mode,
@@ -130,6 +129,13 @@ async def test_a_fault_anywhere_in_compaction_loses_nothing(tmp_path, server, mo
     _, err = await asyncio.wait_for(child.communicate(), 60)
     expected = -signal.SIGKILL if fault == "kill" else 0
     assert child.returncode == expected, err.decode()[-2000:]
+    return config_path
+
+
+@pytest.mark.parametrize(("mode", "fault", "point"), CASES)
+async def test_a_fault_anywhere_in_compaction_loses_nothing(tmp_path, server, mode, fault, point):
+    home = tmp_path
+    config_path = await _meet_fault(tmp_path, server, mode, fault, point)
 
     # A reader, before anyone repairs anything: the log loads, statuses are truthful.
     log_path = thread_dir(home, "local", THREAD) / LOG_NAME
@@ -163,3 +169,30 @@ async def test_a_fault_anywhere_in_compaction_loses_nothing(tmp_path, server, mo
     finally:
         await rt.aclose()
     assert isinstance(read_events(log_path).events[-1], (ev.CommandDone, ev.CompactEnd))
+
+
+@pytest.mark.parametrize("point", ["summary", "checkpoint", "archiving", "archived"])
+async def test_a_kill_around_the_archive_write_resumes_with_a_true_notice(tmp_path, server, point):
+    """Issue 25 item 7: killed after its checkpoint (the archive write is the step after
+    it), /compact has replaced the span, and the next open says so and where the
+    originals are (recovered from the log as it opened), not "nothing was lost". Killed
+    before it (a summary line alone replaces nothing), nothing was lost."""
+    config_path = await _meet_fault(tmp_path, server, "manual", "kill", point)
+    config = load_config(config_path, home=tmp_path)
+    rt = Runtime.open(config, tmp_path, thread_id=THREAD, model=client_for(server))
+    try:
+        said = [notice for notice in rt.notices if "Trove last quit" in notice]
+        compacted = rt.driver.surface.entries[0].checkpoint
+        if point == "summary":
+            assert said == [INTERRUPTED_COMPACTION] and not compacted
+        else:
+            [archived] = of_kind(rt.thread.log.events, ev.CompactArchived)
+            assert archived.recovered and compacted
+            assert said == [
+                "The compaction that was running when Trove last quit had already replaced 4 "
+                "messages with its summary: the conversation is compacted. Its originals are "
+                f"archived (batch {archived.archive['batch']}, recovered from the log as this "
+                "thread opened): history search can read them."
+            ]
+    finally:
+        await rt.aclose()
