@@ -30,6 +30,7 @@ import pytest
 from engine import events as ev
 from engine.config import load_config
 from engine.continuity.cli import cli_search
+from engine.draft import withdrawn_text
 from engine.log import read_events
 from engine.runtime import INTERRUPTED_COMPACTION, Runtime
 from engine.session import LOG_NAME, Thread, thread_dir
@@ -71,10 +72,13 @@ def _config(tmp_path: Path, server: s.ScriptedServer) -> Path:
 
 
 def _delivered_facts(events: list[dict[str, Any]]) -> list[tuple[str, int]]:
-    """(fact, seq) for each fact in a prompt that reached the conversation."""
+    """(fact, seq) for each fact in a prompt that reached the conversation and stayed: a
+    prompt its failed turn withdrew (an overflow the compaction could not relieve) never
+    reached the model's history; it was given back to be sent again."""
+    withdrawn = {seq for end in of_kind(events, ev.TurnEnd) for seq in end.withdrawn}
     found = []
     for event in of_kind(events, ev.UserMessage):
-        if event.item_id is None:
+        if event.item_id is None or event.seq in withdrawn:
             continue
         found.extend((fact, event.seq) for fact in FACTS if fact in event.text)
     return found
@@ -149,11 +153,16 @@ async def test_a_fault_anywhere_in_compaction_loses_nothing(tmp_path, server, mo
         log = rt.thread.log
         assert log.tail.open_compact is None
         queued = {e.seq: e.text for e in of_kind(log.events, ev.InboxQueued)}
-        delivered = {
-            e.item_id for e in of_kind(log.events, ev.UserMessage) if e.item_id is not None
-        }
+        # A prompt is in the conversation, still queued, or was given back to be sent
+        # again (a turn that failed before any reply withdrew it: engine.draft).
+        ends = of_kind(log.events, ev.TurnEnd)
+        given_back = "\n\n".join(withdrawn_text(log, end) for end in ends if end.withdrawn)
+        withdrawn = {seq for end in ends for seq in end.withdrawn}
+        messages = [e for e in of_kind(log.events, ev.UserMessage) if e.item_id is not None]
+        delivered = {e.item_id for e in messages if e.seq not in withdrawn}
+        returned = {e.item_id for e in messages if e.seq in withdrawn and e.text in given_back}
         waiting = {item.id for item in rt.driver.inbox}
-        lost = [text for seq, text in queued.items() if seq not in delivered | waiting]
+        lost = [text for seq, text in queued.items() if seq not in delivered | waiting | returned]
         assert lost == []
         assert _unaccounted(home, log.events) == []
         assert _findable(home, log.events) == []  # a failed capture is retried on open
