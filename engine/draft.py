@@ -9,7 +9,7 @@ through rewinds and forks, and a crash after the append cannot lose it.
 
 from __future__ import annotations
 
-from engine.events import PromptDraft
+from engine.events import PromptDraft, TurnEnd, UserMessage
 from engine.log import LogWriteError, SessionLog
 
 
@@ -40,3 +40,20 @@ def keep_draft(log: SessionLog, text: str) -> bool:
     except (LogWriteError, OSError):
         return False
     return True
+
+
+def withdrawn_text(log: SessionLog, end: TurnEnd) -> str:
+    """What a failed turn gives back: the text of the prompts it withdrew from the model's
+    history (`turn/end` `withdrawn`), in order, a blank line between them ("" when it
+    withdrew none: the model answered, so sending the prompt again would repeat it).
+
+    A front end puts it back in its prompt, once, ready to send again; the log still
+    holds each prompt as it was sent.
+    """
+    events = log.file_events  # seq n is the nth line of the file
+    texts = []
+    for seq in end.withdrawn:
+        event = events[seq - 1] if 0 < seq <= len(events) else None
+        if isinstance(event, UserMessage) and event.seq == seq:
+            texts.append(event.text)
+    return "\n\n".join(texts)

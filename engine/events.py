@@ -141,6 +141,11 @@ class TurnEnd(Event, tag="turn/end", kw_only=True, frozen=True):
     status: str | None = None
     error: str | None = None
     reason: str | None = None
+    withdrawn: tuple[int, ...] = ()
+    """Seqs of the turn's prompts (its `user/message`s from the inbox) withdrawn from the
+    model's history: the turn failed before any reply or tool result, so the model never
+    answered them, and a front end gives them back to be sent again. The log keeps them;
+    the surface (engine.surface) drops them here, so a prompt sent again is seen once."""
 
 
 # -- the inbox ------------------------------------------------------------------------

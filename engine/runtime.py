@@ -7,11 +7,11 @@ builds the same Runtime, so they cannot drift apart in behaviour.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from msgspec import Struct, field
+from msgspec import UNSET, Struct, field
 
 from engine.backend import Backend, choose_backend
 from engine.builtin_commands import register_builtins
@@ -19,7 +19,8 @@ from engine.commands import CommandRegistry, FrontEnd
 from engine.compaction import CompactService
 from engine.config import Config
 from engine.driver import Driver
-from engine.events import CompactArchived, CompactEnd, LogEvent, UserMessage
+from engine.events import CompactArchived, CompactEnd, CompactStart, LogEvent, UserMessage
+from engine.log import SessionLog
 from engine.model import ModelClient
 from engine.offload import run_drained
 from engine.port import (
@@ -48,6 +49,14 @@ INTERRUPTED_COMPACTION = (
     "The compaction that was running when Trove last quit was interrupted; nothing was lost: "
     "the conversation is as it was. Run /compact again if you want it."
 )
+"""The notice for a compaction cut off before its checkpoint: the conversation is as it was."""
+
+COMPACTED_BEFORE_QUIT = (
+    "The compaction that was running when Trove last quit had already replaced {what} "
+    "with its summary: the conversation is compacted."
+)
+"""The notice for one cut off after its checkpoint (while archiving the originals); one of
+the archive sentences below follows it."""
 
 
 def open_thread(
@@ -99,6 +108,66 @@ def _archive_reference(event: LogEvent) -> bool:
     if kind is UserMessage:
         return event.checkpoint is not None  # type: ignore[union-attr]
     return kind is CompactEnd or kind is CompactArchived
+
+
+def interrupted_compaction_notice(log: SessionLog, *, continuity: bool) -> str | None:
+    """What to tell the user about a compaction the end of the last lifecycle cut off
+    (a kill, or a quit; `TailState.quit_compact`), None when there is none.
+
+    Cut off before its checkpoint, it changed nothing but the log. Cut off after it
+    (the archive write is the last step), the summary has replaced the span: the
+    conversation is compacted, and the notice says where the originals are: archived
+    before the end, archived again when this open recaptured them from the log
+    (`_recover_archive`), or not archived (history `unavailable`), or, with task
+    continuity off, never meant to be. Reads the log's control events only (every
+    checkpoint, end and archive record is one), and only when there is such a compaction.
+    """
+    cut = log.tail.quit_compact
+    if cut is None:
+        return None
+    start = cut.seq if isinstance(cut, CompactStart) else cut.start
+    replaced: int | None = None
+    archive: Any = None
+    recovered = False
+    for event in log.control:
+        if isinstance(event, UserMessage):
+            mark = event.checkpoint
+            if start is not None and mark is not None and mark.start == start:
+                replaced = mark.count or 0
+        elif isinstance(event, CompactEnd | CompactArchived) and event.start == start:
+            if isinstance(event, CompactEnd) and event.archive_error:
+                archive = {"error": event.archive_error}
+            elif event.archive is not UNSET:
+                archive = event.archive
+                seam = log.tail.end_seed
+                recovered = isinstance(event, CompactArchived) and bool(
+                    seam and event.seq > seam.seq
+                )
+    if replaced is None:
+        return INTERRUPTED_COMPACTION
+    what = f"{replaced} messages" if replaced else "the messages it selected"
+    head = COMPACTED_BEFORE_QUIT.format(what=what)
+    return f"{head} {_originals(archive, recovered=recovered, continuity=continuity)}"
+
+
+def _originals(archive: Any, *, recovered: bool, continuity: bool) -> str:
+    """Where the originals of a compacted span are, as one sentence for the notice."""
+    batch = archive.get("batch") if isinstance(archive, Mapping) else None
+    if isinstance(batch, int) and not isinstance(batch, bool):
+        how = ", recovered from the log as this thread opened" if recovered else ""
+        return f"Its originals are archived (batch {batch}{how}): history search can read them."
+    if isinstance(archive, Mapping):
+        why = archive.get("error") or "the archive write failed"
+        return (
+            f"Its originals could not be archived ({why}): history is unavailable until "
+            "they are; they are still in the log, and the next open tries again."
+        )
+    if not continuity:
+        return "Task continuity is off, so its originals were not archived; the log keeps them."
+    return (
+        "Its originals are not archived yet: history is unavailable until the next open "
+        "archives them again from the log."
+    )
 
 
 def _continuity(config: Config, thread: Thread, surface: Surface) -> ContinuityContext:
@@ -244,8 +313,11 @@ class Runtime(Struct):
         thread.log.subscribe(relay.on_event)
         reports = (thread.log.damage_report, thread.log.torn_report)
         notices = [report for report in reports if report]
-        if thread.log.tail.quit_compact is not None:
-            notices.append(INTERRUPTED_COMPACTION)
+        interrupted = interrupted_compaction_notice(
+            thread.log, continuity=config.task_continuity.enabled
+        )
+        if interrupted is not None:
+            notices.append(interrupted)
         runtime = cls(
             config,
             home,

@@ -130,8 +130,8 @@ class Surface:
         self.tokens = 0
         """The running total of the entries' token estimates."""
         self.newest = 0
-        """The highest seq on the surface: whatever arrives later (an append, a checkpoint)
-        has a higher one."""
+        """The highest seq that has been on the surface (a withdrawn prompt's included):
+        whatever arrives later (an append, a checkpoint) has a higher one."""
         self._vouched: tuple[int, int, int, int, int] | None = None
 
     def _add(self, entry: Entry) -> None:
@@ -164,7 +164,7 @@ class Surface:
                     added += 1
                 elif kind is TurnStart:
                     turn = event.turn  # type: ignore[union-attr]
-                elif kind is TurnEnd or kind is EndSeed:
+                elif kind is EndSeed or (kind is TurnEnd and not event.withdrawn):  # type: ignore[union-attr]
                     turn = None
                 else:
                     handler = handler_of(kind)
@@ -221,8 +221,42 @@ class Surface:
     def _turn_start(self, event: TurnStart) -> None:
         self._turn = event.turn
 
-    def _turn_end(self, event: TurnEnd | EndSeed) -> None:
+    def _turn_end(self, event: TurnEnd) -> None:
         self._turn = None
+        if event.withdrawn:
+            self._withdraw(event.withdrawn)
+
+    def _seam(self, event: EndSeed) -> None:
+        self._turn = None
+
+    def _withdraw(self, seqs: tuple[int, ...]) -> None:
+        """Drop the prompts a failed turn withdrew (`turn/end` `withdrawn`): the model never
+        answered them, and the front end gives them back to be sent again.
+
+        They are the newest plain entries, so the search runs back from the end and
+        stops at the first plain entry older than all of them (a checkpoint placed
+        meanwhile has a higher seq and is stepped over). A reshape, like a checkpoint:
+        a span or view taken before it is chosen again.
+        """
+        wanted = set(seqs)
+        oldest = min(wanted)
+        entries = self.entries
+        removed = tokens = 0
+        at = len(entries) - 1
+        while at >= 0 and wanted:
+            entry = entries[at]
+            if entry.seq in wanted and entry.role == "user" and not entry.checkpoint:
+                wanted.discard(entry.seq)
+                removed += 1
+                tokens += entry.tokens
+                del entries[at]
+            elif entry.seq < oldest and not entry.checkpoint:
+                break
+            at -= 1
+        if removed:
+            self.tokens -= tokens
+            self.version += 1
+            self.reshapes += 1
 
     def _summary(self, event: CompactSummary) -> None:
         self._replacements[event.seq] = list(event.replaced or ())
@@ -368,6 +402,6 @@ _HANDLERS: dict[type, Callable[[Surface, Any], None]] = {
     ToolResult: Surface._tool,
     TurnStart: Surface._turn_start,
     TurnEnd: Surface._turn_end,
-    EndSeed: Surface._turn_end,
+    EndSeed: Surface._seam,
     CompactSummary: Surface._summary,
 }

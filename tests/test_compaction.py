@@ -405,9 +405,35 @@ async def test_whole_surface_change_stops_an_explicit_range(tmp_path, server):
     with pytest.raises(CompactionError) as changed:
         await task
     assert changed.value.kind == "changed"
-    assert of_kind(rt.thread.log.events, ev.CompactStart)[-1].turn == 2
+    assert of_kind(rt.thread.log.events, ev.CompactStart)[-1].turn is None  # no open turn
     surface_before = [e.seq for e in entries]
     assert [e.seq for e in rt.driver.surface.entries][:4] == surface_before
+    await rt.aclose()
+
+
+async def test_an_explicit_range_is_owned_by_the_open_turn_else_by_none(tmp_path, server):
+    """Seed 003: the numeric owner is recovered from the open turn; between turns the
+    bracket has none (`turn: null`), not the turn that ended before it."""
+    rt = open_runtime(tmp_path, server)
+    await chat(rt, "one", "two")
+    entries = list(rt.driver.surface.entries)
+    server.script(s.text("summary of one"))
+    await rt.compaction.compact_range(rt.driver, entries[0].seq, entries[1].seq)
+    events = rt.thread.log.events
+    start, end = of_kind(events, ev.CompactStart)[-1], of_kind(events, ev.CompactEnd)[-1]
+    assert (start.turn, end.turn, end.error) == (None, None, None)
+    # During a turn (its reply held), the range belongs to that turn.
+    server.script(s.text("the answer to three", hold="before"), s.text("summary of two"))
+    rt.driver.send("three")
+    await server.wait_requests(4)
+    running = rt.driver.running_turn
+    assert running == 3
+    kept = [e for e in rt.driver.surface.entries if not e.checkpoint]
+    await rt.compaction.compact_range(rt.driver, kept[0].seq, kept[1].seq)
+    assert of_kind(rt.thread.log.events, ev.CompactStart)[-1].turn == running
+    assert of_kind(rt.thread.log.events, ev.CompactEnd)[-1].turn == running
+    server.release()
+    await asyncio.wait_for(rt.driver.when_idle(), 5)
     await rt.aclose()
 
 
@@ -483,12 +509,13 @@ async def test_a_cut_off_summary_on_overflow_fails_the_turn_and_keeps_the_prompt
     end = of_kind(events, ev.TurnEnd)[-1]
     assert end.status == "error" and "\n" not in end.error
     assert [e.text for e in of_kind(events, ev.UserMessage)] == ["one", "two"]
+    two = of_kind(events, ev.UserMessage)[-1]
+    assert end.withdrawn == (two.seq,)  # kept in the log, handed back to be sent again
     server.script(s.text("answer to three"))
     await chat(rt, "three")
     assert [m["content"] for m in chat_messages(server.requests[-1])] == [
         "one",
         "echo: one",
-        "two",
         "three",
     ]
     await rt.aclose()
@@ -560,6 +587,65 @@ async def test_busy_text_when_a_turn_runs(tmp_path, server):
         "Compaction is busy: a turn is running or a queued prompt is about to start. "
         "Nothing was written; try again when it has finished."
     )
+    server.release()
+    await asyncio.wait_for(rt.driver.when_idle(), 5)
+    await rt.aclose()
+
+
+COMPACTION_BUSY = (
+    "Compaction is busy: a compaction is already running. "
+    "Nothing was written; try again when it has finished."
+)
+
+
+async def test_busy_text_when_a_compaction_runs(tmp_path, server, monkeypatch):
+    """A second /compact is refused because compaction holds the boundary, and says so:
+    while the first one's summary is written (its bracket open), and before its bracket
+    opens (selection, admission already reserved); a pressure compaction inside a turn
+    is a compaction too."""
+    rt = open_runtime(tmp_path, server)
+    await chat(rt, "one", "two")
+    server.script(s.text("held summary", hold="before"))
+    first = asyncio.ensure_future(rt.commands.run("/compact"))
+    await server.wait_requests(3)
+    assert rt.thread.log.tail.open_compact is not None
+    second = await rt.commands.run("/compact")
+    assert (second.ok, second.text) == (False, COMPACTION_BUSY)
+    server.release()
+    assert (await first).ok
+    # Admission reserved, the selection still in its worker: no bracket yet.
+    entered, go_on = threading.Event(), threading.Event()
+    real = selection_module.run_drained
+
+    async def held_selection(choose: Any, *args: Any) -> Any:
+        def held(*inner: Any) -> Any:
+            entered.set()
+            go_on.wait(10)
+            return choose(*inner)
+
+        return await real(held, *args)
+
+    await chat(rt, "three", "four")
+    monkeypatch.setattr(selection_module, "run_drained", held_selection)
+    server.script(s.text("another summary"))
+    third = asyncio.ensure_future(rt.commands.run("/compact"))
+    try:
+        await asyncio.to_thread(entered.wait, 10)
+        assert rt.thread.log.tail.open_compact is None and rt.driver.reserved
+        fourth = await rt.commands.run("/compact")
+        assert (fourth.ok, fourth.text) == (False, COMPACTION_BUSY)
+    finally:
+        go_on.set()  # a failed assert must not leave the worker waiting
+    assert (await third).ok
+    # A pressure compaction inside a running turn.
+    await chat(rt, "five")
+    rt.compaction.config = config(server, auto=True, threshold=0.0001).compaction
+    server.script(s.text("held auto summary", hold="before"))
+    rt.driver.send("six")
+    await server.wait_requests(8)
+    assert rt.thread.log.tail.open_compact is not None and rt.driver.running_turn is not None
+    during = await rt.commands.run("/compact")
+    assert (during.ok, during.text) == (False, COMPACTION_BUSY)
     server.release()
     await asyncio.wait_for(rt.driver.when_idle(), 5)
     await rt.aclose()

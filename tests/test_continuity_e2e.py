@@ -39,11 +39,12 @@ def test_exact_code_and_chinese_phrase_after_compact(env: Env, server):
     found = trove("history", "search", CODE, "--json", *env.common)
     assert found.returncode == 0, found.stderr
     result = json.loads(found.stdout)
-    assert result["status"] == "available"
+    assert result["status"] == "available" and result["authority"] == "model_report"
     hit = result["results"][0]
     assert CODE in hit["excerpt"] and hit["role"] == "user" and hit["batch"] is not None
     page = json.loads(trove("history", "read", hit["id"], "--json", *env.common).stdout)
     assert page["text"] == f"The deploy code is {CODE} for tonight."
+    assert page["authority"] == "model_report"
     assert page["next_offset"] is None and page["truncated"] is False
     chinese = json.loads(trove("history", "search", "北京饭店", "--json", *env.common).stdout)
     assert chinese["status"] == "available"

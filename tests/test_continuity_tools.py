@@ -111,6 +111,30 @@ async def test_exact_code_and_cjk_phrase_recovered_after_compaction_and_resume(
     resumed.close()
 
 
+async def test_search_and_read_results_are_marked_model_report(home: Path) -> None:
+    """DESIGN: text from the archive reaches the model marked `model_report`, as every note
+    is; active and archived hits alike, and an empty search too. `--json` prints the
+    tool's object, so the CLI carries the same mark."""
+    thread = new_thread(home)
+    planted(thread)
+    store = store_for(thread)
+    compact(thread.log, store)
+    say(thread.log, f"and {CODE} once more", "ok")
+    ctx = context(thread, store)
+    found = await call(ctx, "history_search", {"query": CODE})
+    assert found["authority"] == "model_report"
+    assert [hit["origin"] for hit in found["results"]] == ["active", "archive"]
+    for hit in found["results"]:
+        page = await call(ctx, "history_read", {"source_id": hit["id"]})
+        assert page["authority"] == "model_report" and CODE in page["text"]
+    nothing = await call(ctx, "history_search", {"query": "absent"})
+    assert (nothing["results"], nothing["authority"]) == ([], "model_report")
+    assert cli_search(home, USER, "t1", CODE) == found
+    assert cli_read(home, USER, "t1", found["results"][1]["id"])["authority"] == "model_report"
+    thread.close()
+    store.close()
+
+
 async def test_long_source_pages_4000_4000_1000(home: Path) -> None:
     thread = new_thread(home)
     text = "".join(chr(ord("a") + i % 26) for i in range(9000))

@@ -4,7 +4,8 @@ Each case closes a stream cleanly (no finish reason, no ``[DONE]``) at one of
 four points: before the first token, mid-word, mid tool-call arguments, or
 after the last token. Whatever the point, the turn ends as a ``cut_off`` error
 with the driver idle, the text so far is kept and marked interrupted, the
-prompt is in the log once and in the next request once, and the thread
+prompt is in the log once and in the next request once (or, when nothing came
+back, withdrawn from it to be sent again), and the thread
 reopened from disk takes another turn. One server and one home serve every
 case, and the engine is driven in-process, so the family stays fast.
 """
@@ -148,6 +149,8 @@ async def test_a_stream_cut_off_anywhere_is_kept_marked_and_the_thread_goes_on(
         else:
             assert replies == []
         assert of_kind(events, ev.ToolResult) == []  # half a call is never run
+        sent = of_kind(events, ev.UserMessage)[0]
+        assert end.withdrawn == (() if case.sent.strip() else (sent.seq,))
     finally:
         await runtime.aclose()
 
@@ -165,11 +168,14 @@ async def test_a_stream_cut_off_anywhere_is_kept_marked_and_the_thread_goes_on(
         assert after.status == "ok", after
         request = chat_messages(server.requests[-1])
         contents = [m.get("content") for m in request]
-        assert contents.count(prompt) == 1
-        at = contents.index(prompt)
         if case.sent.strip():  # the kept partial follows its prompt into the conversation
+            assert contents.count(prompt) == 1
+            at = contents.index(prompt)
             assert request[at + 1] == {"role": "assistant", "content": case.sent}
-        assert all("tool_calls" not in m for m in request[at:])
+            assert all("tool_calls" not in m for m in request[at:])
+        else:  # nothing came back: the prompt was withdrawn, handed back to send again
+            assert prompt not in contents
+            assert all("tool_calls" not in m for m in request)
         assert request[-1] == {"role": "user", "content": f"next {case.index}"}
         assert of_kind(reopened.thread.log.events, ev.AssistantMessage)[-1].content == (
             f"after the cut {case.index}"

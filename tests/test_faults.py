@@ -30,8 +30,9 @@ import pytest
 from engine import events as ev
 from engine.config import load_config
 from engine.continuity.cli import cli_search
+from engine.draft import withdrawn_text
 from engine.log import read_events
-from engine.runtime import Runtime
+from engine.runtime import INTERRUPTED_COMPACTION, Runtime
 from engine.session import LOG_NAME, Thread, thread_dir
 from engine.surface import Surface
 from tests import scripted_server as s
@@ -71,10 +72,13 @@ def _config(tmp_path: Path, server: s.ScriptedServer) -> Path:
 
 
 def _delivered_facts(events: list[dict[str, Any]]) -> list[tuple[str, int]]:
-    """(fact, seq) for each fact in a prompt that reached the conversation."""
+    """(fact, seq) for each fact in a prompt that reached the conversation and stayed: a
+    prompt its failed turn withdrew (an overflow the compaction could not relieve) never
+    reached the model's history; it was given back to be sent again."""
+    withdrawn = {seq for end in of_kind(events, ev.TurnEnd) for seq in end.withdrawn}
     found = []
     for event in of_kind(events, ev.UserMessage):
-        if event.item_id is None:
+        if event.item_id is None or event.seq in withdrawn:
             continue
         found.extend((fact, event.seq) for fact in FACTS if fact in event.text)
     return found
@@ -105,18 +109,17 @@ def _findable(home: Path, events: list[dict[str, Any]]) -> list[str]:
     return missing
 
 
-@pytest.mark.parametrize(("mode", "fault", "point"), CASES)
-async def test_a_fault_anywhere_in_compaction_loses_nothing(tmp_path, server, mode, fault, point):
+async def _meet_fault(tmp_path: Path, server, mode: str, fault: str, point: str) -> Path:
+    """Run tests/fault_child.py on a new thread in `tmp_path` (the home); its config path."""
     config_path = _config(tmp_path, server)
-    home = tmp_path
-    Thread.create(home, "local", THREAD).close()
+    Thread.create(tmp_path, "local", THREAD).close()
     _script(server, mode)
     env = {key: v for key, v in os.environ.items() if not key.startswith("OPENAI_")}
     child = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "tests.fault_child",
-        str(home),
+        str(tmp_path),
         str(config_path),
         THREAD,
         mode,
@@ -130,6 +133,13 @@ async def test_a_fault_anywhere_in_compaction_loses_nothing(tmp_path, server, mo
     _, err = await asyncio.wait_for(child.communicate(), 60)
     expected = -signal.SIGKILL if fault == "kill" else 0
     assert child.returncode == expected, err.decode()[-2000:]
+    return config_path
+
+
+@pytest.mark.parametrize(("mode", "fault", "point"), CASES)
+async def test_a_fault_anywhere_in_compaction_loses_nothing(tmp_path, server, mode, fault, point):
+    home = tmp_path
+    config_path = await _meet_fault(tmp_path, server, mode, fault, point)
 
     # A reader, before anyone repairs anything: the log loads, statuses are truthful.
     log_path = thread_dir(home, "local", THREAD) / LOG_NAME
@@ -143,11 +153,16 @@ async def test_a_fault_anywhere_in_compaction_loses_nothing(tmp_path, server, mo
         log = rt.thread.log
         assert log.tail.open_compact is None
         queued = {e.seq: e.text for e in of_kind(log.events, ev.InboxQueued)}
-        delivered = {
-            e.item_id for e in of_kind(log.events, ev.UserMessage) if e.item_id is not None
-        }
+        # A prompt is in the conversation, still queued, or was given back to be sent
+        # again (a turn that failed before any reply withdrew it: engine.draft).
+        ends = of_kind(log.events, ev.TurnEnd)
+        given_back = "\n\n".join(withdrawn_text(log, end) for end in ends if end.withdrawn)
+        withdrawn = {seq for end in ends for seq in end.withdrawn}
+        messages = [e for e in of_kind(log.events, ev.UserMessage) if e.item_id is not None]
+        delivered = {e.item_id for e in messages if e.seq not in withdrawn}
+        returned = {e.item_id for e in messages if e.seq in withdrawn and e.text in given_back}
         waiting = {item.id for item in rt.driver.inbox}
-        lost = [text for seq, text in queued.items() if seq not in delivered | waiting]
+        lost = [text for seq, text in queued.items() if seq not in delivered | waiting | returned]
         assert lost == []
         assert _unaccounted(home, log.events) == []
         assert _findable(home, log.events) == []  # a failed capture is retried on open
@@ -163,3 +178,30 @@ async def test_a_fault_anywhere_in_compaction_loses_nothing(tmp_path, server, mo
     finally:
         await rt.aclose()
     assert isinstance(read_events(log_path).events[-1], (ev.CommandDone, ev.CompactEnd))
+
+
+@pytest.mark.parametrize("point", ["summary", "checkpoint", "archiving", "archived"])
+async def test_a_kill_around_the_archive_write_resumes_with_a_true_notice(tmp_path, server, point):
+    """Issue 25 item 7: killed after its checkpoint (the archive write is the step after
+    it), /compact has replaced the span, and the next open says so and where the
+    originals are (recovered from the log as it opened), not "nothing was lost". Killed
+    before it (a summary line alone replaces nothing), nothing was lost."""
+    config_path = await _meet_fault(tmp_path, server, "manual", "kill", point)
+    config = load_config(config_path, home=tmp_path)
+    rt = Runtime.open(config, tmp_path, thread_id=THREAD, model=client_for(server))
+    try:
+        said = [notice for notice in rt.notices if "Trove last quit" in notice]
+        compacted = rt.driver.surface.entries[0].checkpoint
+        if point == "summary":
+            assert said == [INTERRUPTED_COMPACTION] and not compacted
+        else:
+            [archived] = of_kind(rt.thread.log.events, ev.CompactArchived)
+            assert archived.recovered and compacted
+            assert said == [
+                "The compaction that was running when Trove last quit had already replaced 4 "
+                "messages with its summary: the conversation is compacted. Its originals are "
+                f"archived (batch {archived.archive['batch']}, recovered from the log as this "
+                "thread opened): history search can read them."
+            ]
+    finally:
+        await rt.aclose()

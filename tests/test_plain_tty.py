@@ -242,3 +242,19 @@ def test_prompt_flag_at_a_terminal_does_not_wait_for_stdin(
     finally:
         term.close()
     assert [_last_prompt(request) for request in server.requests] == ["asked at a terminal"]
+
+
+def test_plain_gives_a_failed_prompt_back_and_sends_it_once(
+    terminal: Terminal, server: ScriptedServer
+) -> None:
+    # Issue 25 item 4: the turn failed before any reply, so the prompt left the model's
+    # history and is back in the input line; Enter sends it, and the model has it once.
+    server.script(s.error(500, "the server is down"), s.text("the code is ZX-4471"))
+    terminal.wait_for(r"Ctrl-D quits")
+    terminal.type("what is the code?\r")
+    terminal.wait_for(r"the server is down")
+    terminal.wait_for(r"the prompt is back in the input, Enter resends it")
+    terminal.type("\r")
+    terminal.wait_for(r"the code is ZX-4471")
+    users = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"]
+    assert [u for u in users if not u.startswith("[TASK-CONTINUITY")] == ["what is the code?"]

@@ -380,3 +380,98 @@ def test_a_stale_or_foreign_vouch_is_not_trusted() -> None:
 
 def ev_user(surface: Surface) -> ev.UserMessage:
     return ev.UserMessage(seq=surface.newest + 100, ts="t", text="appended")
+
+
+def _failed_turn(log: Events, turn: int, *prompts: str, withdraw: bool = True) -> list[int]:
+    """A turn of `prompts` from the inbox that fails before any reply: `turn/end` error,
+    withdrawing them (as the driver does) unless told not to. Their seqs."""
+    log.add(ev.TurnStart, turn=turn, items=[])
+    seqs = [log.user(text, item_id=100 + n) for n, text in enumerate(prompts)]
+    log.add(
+        ev.TurnEnd,
+        turn=turn,
+        status="error",
+        error="the server is unreachable",
+        withdrawn=seqs if withdraw else [],
+    )
+    return seqs
+
+
+def test_a_failed_turns_prompts_leave_the_surface_and_the_log_keeps_them() -> None:
+    """Issue 25 item 4: a prompt whose turn failed before any reply is withdrawn, so sent
+    again it is in the model's history once, whether replayed or applied live."""
+    log = Events()
+    log.add(ev.TurnStart, turn=1, items=[])
+    first = log.user("first", item_id=1)
+    log.assistant("answer one")
+    log.add(ev.TurnEnd, turn=1, status="ok")
+    failed = _failed_turn(log, 2, "hello", "and this, queued with it")
+    log.add(ev.TurnStart, turn=3, items=[])
+    again = log.user("hello", item_id=200)
+    log.assistant("answer hello")
+    log.add(ev.TurnEnd, turn=3, status="ok")
+    live = Surface()
+    for event in log.events:
+        live.apply(event)
+    replayed = log.surface()
+    for surface in (live, replayed):
+        users = [m["content"] for m in surface.messages() if m["role"] == "user"]
+        assert users == ["first", "hello"]
+        assert again in _seqs(surface) and not set(failed) & set(_seqs(surface))
+        assert surface.tokens == sum(e.tokens for e in surface.entries)
+    assert replayed.entries == live.entries
+    assert [e.seq for e in log.events if isinstance(e, ev.UserMessage)] == [first, *failed, again]
+
+
+def test_an_unwithdrawn_failure_keeps_its_prompt() -> None:
+    """Only what `turn/end` names leaves: a failure after a reply (or a log written before
+    withdrawal existed) keeps its prompt, as before."""
+    log = Events()
+    kept = _failed_turn(log, 1, "hello", withdraw=False)
+    assert _seqs(log.surface()) == kept
+
+
+def test_withdrawal_keeps_a_checkpoint_placed_during_the_turn() -> None:
+    """A pressure compaction inside the failed turn placed its checkpoint ahead of the
+    kept recent context (its seq is higher than theirs and the prompt's): the prompt
+    still leaves; the checkpoint and the context before the prompt stay."""
+    log = Events()
+    log.user("old question")
+    log.assistant("old answer")
+    log.user("recent question")
+    log.add(ev.TurnStart, turn=1, items=[])
+    prompt = log.user("hello", item_id=9)
+    checkpoint = log.compact([1, 2], "they talked before")
+    log.add(ev.TurnEnd, turn=1, status="error", error="unreachable", withdrawn=[prompt])
+    live = Surface()
+    for event in log.events:
+        live.apply(event)
+    assert _seqs(log.surface()) == _seqs(live) == [checkpoint, 3]
+    assert log.surface().entries == live.entries
+
+
+def test_replay_keeps_the_same_books_through_a_withdrawal() -> None:
+    """`from_events` hands a withdrawing `turn/end` to the same handler `apply` uses:
+    every counter agrees at every prefix (a rewind rebuilds with `from_events`)."""
+    log = Events()
+    log.user("a")
+    log.assistant("b")
+    _failed_turn(log, 1, "c", "d")
+    log.user("inject", source="inject")
+    _failed_turn(log, 2, "e")
+    log.add(ev.TurnStart, turn=3, items=[])
+    log.user("e", item_id=300)
+    log.assistant("f")
+    log.add(ev.TurnEnd, turn=3, status="ok")
+    for upto in range(len(log.events) + 1):
+        live = Surface()
+        for event in log.events[:upto]:
+            live.apply(event)
+        replayed = Surface.from_events(log.events[:upto])
+        assert replayed.entries == live.entries
+        books = ("tokens", "version", "reshapes", "newest", "_turn", "_replacements")
+        assert [getattr(replayed, b) for b in books] == [getattr(live, b) for b in books]
+    rebuilt = Surface()
+    rebuilt.rebuild(log.events)
+    assert rebuilt.entries == live.entries and rebuilt.tokens == live.tokens
+    assert [m["content"] for m in live.messages()] == ["a", "b", "inject", "e", "f"]

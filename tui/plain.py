@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from engine.backend import Backend
 from engine.commands import Command, is_command
 from engine.config import Config
-from engine.draft import current_draft, keep_draft
+from engine.draft import current_draft, keep_draft, withdrawn_text
 from engine.driver import DriverClosedError
+from engine.events import TurnEnd
 from engine.log import LogCorruptError
-from engine.port import Unsubscribe
+from engine.port import LogAppended, Notification, Unsubscribe
 from engine.runtime import Runtime, open_thread
 from engine.session import ThreadNotFoundError, resume_hint
 from engine.thread_lock import ThreadLockedError
@@ -97,7 +98,30 @@ class PlainRepl:
 
     def _show(self, runtime: Runtime) -> None:
         self._runtime = runtime
-        self._unsubscribe = self.printer.attach(runtime)
+        printed = self.printer.attach(runtime)
+        offered = runtime.subscribe(lambda told: self._give_back_withdrawn(runtime, told))
+
+        def unsubscribe() -> None:
+            printed()
+            offered()
+
+        self._unsubscribe = unsubscribe
+
+    def _give_back_withdrawn(self, runtime: Runtime, notification: Notification) -> None:
+        """The prompts a turn withdrew when it failed before any reply (engine.draft) go
+        back into the live input line, once, ahead of anything typed since: Enter sends
+        them again, and the model has them once. From a pipe there is no input line:
+        the script's next line is what comes next."""
+        if not isinstance(notification, LogAppended):
+            return
+        end = notification.event
+        session = self._session
+        if not isinstance(end, TurnEnd) or not end.withdrawn or session is None:
+            return
+        text = withdrawn_text(runtime.thread.log, end)
+        typed = session.default_buffer.text
+        if text and self.prefill(text + ("\n" + typed if typed else "")):
+            self.printer.notice("[not answered: the prompt is back in the input, Enter resends it]")
 
     async def _switch(self, thread_id: str | None) -> None:
         """Open the other thread first (on failure nothing changes), then close this one;

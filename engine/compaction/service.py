@@ -57,6 +57,9 @@ class CompactService:
         self.context_window = context_window
         self.capture = capture
         self.last_error: CompactionError | None = None
+        self._manual_running = False
+        """This process's /compact holds turn admission. Not a lock (admission and the
+        bracket are those): only what a refused /compact says is busy."""
 
     async def _summarize(self, entries: list[Entry]) -> Any:
         try:
@@ -86,14 +89,23 @@ class CompactService:
         """
         release = agent.reserve_turn_admission()
         if release is None:
-            raise busy("a turn is running or a queued prompt is about to start")
+            raise busy(self._refusal(agent))
+        self._manual_running = True
         try:
             span = await select_offloaded(agent.surface, self.config.keep_recent_tokens)
             if span is None:
                 return None
             return await self._run(agent, span, Region(None, "span", flush=True))
         finally:
+            self._manual_running = False
             release()
+
+    def _refusal(self, agent: Driver) -> str:
+        """Why admission was refused: a compaction holds it (a live bracket, or this
+        process's /compact before its bracket opens), or a turn or queued prompt does."""
+        if agent.log.tail.open_compact is not None or self._manual_running:
+            return "a compaction is already running"
+        return "a turn is running or a queued prompt is about to start"
 
     # -- explicit range -----------------------------------------------------
 
@@ -105,11 +117,16 @@ class CompactService:
         *,
         flush: bool = False,
     ) -> CompactOutcome:
+        """Compact the surface entries between two log seqs, whole-surface stable.
+
+        The bracket's owner is the open turn, if one is open, else none (`turn:
+        null`, seed 003): a turn that has ended owns nothing that starts after it.
+        """
         span = range_span(agent.surface, first_seq, last_seq)
         if span is None:
             raise InvalidRangeError(f"no messages between seq {first_seq} and {last_seq}")
-        tail = agent.log.tail
-        owner = tail.open_turn.turn if tail.open_turn else tail.last_turn
+        open_turn = agent.log.tail.open_turn
+        owner = open_turn.turn if open_turn is not None else None
         return await self._run(agent, span, Region(owner, "surface", flush))
 
     # -- automatic: TurnHooks -------------------------------------------------

@@ -16,6 +16,7 @@ from typing import Any
 
 from engine.continuity import fts
 from engine.continuity.extract import ROLES, OfferedMessage, extract_records, is_source_id
+from engine.continuity.notes import AUTHORITY
 from engine.continuity.records import Hit, Source
 from engine.continuity.status import (
     STATUS_DETAIL,
@@ -176,7 +177,7 @@ class HistoryView:
         if not terms:
             result["results"] = []
             result["message"] = "the query has no searchable words or CJK characters"
-            return result
+            return _marked(result)
         buckets: dict[tuple[bool, bool], list[Hit]] = {
             (echo, every): [] for echo in (False, True) for every in (True, False)
         }
@@ -218,7 +219,7 @@ class HistoryView:
                     seen.add(hit.source.source_id)
                     chosen.append(hit)
         result["results"] = [self._item(hit, query, terms, len(terms)) for hit in chosen]
-        return result
+        return _marked(result)
 
     def _item(self, hit: Hit, query: str, terms: list[fts.Term], total: int) -> dict[str, Any]:
         source = hit.source
@@ -284,7 +285,7 @@ class HistoryView:
                 "seq": source.seq,
             }
         )
-        return out
+        return _marked(out)
 
     # -- citations -------------------------------------------------------------
 
@@ -312,6 +313,16 @@ class HistoryView:
         for source in ids:
             out[source] = "available" if source in self.by_id or source in stored else fallback
         return out
+
+
+def _marked(result: dict[str, Any]) -> dict[str, Any]:
+    """A result that carries history text, with its authority, as every note has it:
+    what the active history and the archive hold is a record of what was said
+    (`model_report`), data and never instructions. Set last, after the results, so a
+    one-line summary of the result still shows what was found; the CLI's `--json`
+    prints the same object, so it carries the mark too."""
+    result["authority"] = AUTHORITY
+    return result
 
 
 def parse_role(value: Any) -> str | None:

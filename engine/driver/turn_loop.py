@@ -54,10 +54,14 @@ class TurnLoop(DriverState):
             messages = await self.context(messages)
         return messages
 
-    def _deliver_steering(self) -> None:
+    def _deliver_steering(self, prompts: list[int]) -> None:
+        """Steering waiting for the next request becomes messages; their seqs join `prompts`."""
         while self._steering and not self._steering[0].held:
             item = self._steering[0]
-            self.log.append(UserMessage(text=item.text, item_id=item.id, placement="next-step"))
+            event = self.log.append(
+                UserMessage(text=item.text, item_id=item.id, placement="next-step")
+            )
+            prompts.append(event.seq)
             self._steering.pop(0)
 
     async def _request(self, turn: int) -> Any:
@@ -87,22 +91,28 @@ class TurnLoop(DriverState):
     async def _turn(self, items: list[InboxItem]) -> None:
         """One turn. Whatever fails (the model, a tool, the disk), it ends with the
         driver idle again, and input whose message never reached the log is
-        queued again (quietly), so nothing typed is lost."""
+        queued again (quietly), so nothing typed is lost.
+
+        A turn that fails before any reply or tool result withdraws its prompts
+        (`turn/end` `withdrawn`): the model never answered them, the front end
+        gives them back, and sent again they are in the model's history once."""
         turn = self.log.tail.last_turn + 1
         self._running_turn = turn
         status, error, reason = "ok", None, None
         started = False
         delivered: set[int] = set()
+        prompts: list[int] = []
+        replied = False
         pending_calls: list[Any] = []
         rounds = 0
         try:
             self.log.append(TurnStart(turn=turn, items=tuple(item.id for item in items)))
             started = True
             for item in items:
-                self.log.append(UserMessage(text=item.text, item_id=item.id))
+                prompts.append(self.log.append(UserMessage(text=item.text, item_id=item.id)).seq)
                 delivered.add(item.id)
             while True:
-                self._deliver_steering()
+                self._deliver_steering(prompts)
                 completion = await self._request(turn)
                 self._partial = []
                 calls = list(completion.tool_calls)
@@ -115,6 +125,7 @@ class TurnLoop(DriverState):
                         finish_reason=completion.finish_reason,
                     )
                 )
+                replied = True
                 if calls and rounds >= self.max_tool_rounds:
                     # A model that never stops calling tools would keep the turn (and
                     # the queue behind it) busy forever. Its last calls still get a
@@ -151,15 +162,19 @@ class TurnLoop(DriverState):
             # marked like a cancelled one.
             status, error, reason = "error", str(exc), exc.kind
             if started:
-                self._close_interrupted(pending_calls, f"error: {error}")
+                replied = self._close_interrupted(pending_calls, f"error: {error}") or replied
         except Exception as exc:
             status, error = "error", f"{type(exc).__name__}: {exc}"
             if started:
-                self._close_interrupted(pending_calls, f"error: {error}")
+                replied = self._close_interrupted(pending_calls, f"error: {error}") or replied
         finally:
             self._partial = []
             if started:
-                end = TurnEnd(turn=turn, status=status, error=error, reason=reason)
+                # Failed before the model answered anything: its prompts leave its history.
+                withdrawn = tuple(prompts) if status == "error" and not replied else ()
+                end = TurnEnd(
+                    turn=turn, status=status, error=error, reason=reason, withdrawn=withdrawn
+                )
                 failed = self._try_append(end)
                 if failed is not None:  # the log cannot say it, so say it here, once
                     self._tell(
@@ -186,16 +201,19 @@ class TurnLoop(DriverState):
 
     def _close_interrupted(
         self, pending_calls: list[Any], result: str, *, cancelled: bool = False
-    ) -> None:
-        """Keep what an interrupted request streamed, and answer its open tool calls."""
+    ) -> bool:
+        """Keep what an interrupted request streamed, and answer its open tool calls.
+        True when a partial reply was kept (the model did answer, in part)."""
         partial = "".join(self._partial)
+        kept = False
         if partial.strip() or (cancelled and partial):
-            kept = AssistantMessage(
+            reply = AssistantMessage(
                 content=partial, tool_calls=(), cancelled=cancelled, interrupted=not cancelled
             )
-            self._try_append(kept)
+            kept = self._try_append(reply) is None
         for call in pending_calls:
             self._try_append(ToolResult(call_id=call.id, name=call.name, content=result))
+        return kept
 
     def _try_append(self, event: AssistantMessage | ToolResult | TurnEnd) -> LogWriteError | None:
         """An append during clean-up: a disk failure must not stop the clean-up.

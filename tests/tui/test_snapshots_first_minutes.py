@@ -17,7 +17,7 @@ def test_an_expanded_tool_result(snap_compare, app_factory, server):
     """A prompt, then two tool blocks: the first (task_note) expanded below its call line
     ("▼ ⚙ task_note  key: code, content: …", focused) and its result line ("✓ ok · … B ·
     key: code, …"), with "arguments" and "result" headings over the indented JSON; the second
-    (history_search) collapsed to its call line and "• uninitialized · 1.0 KB · …"."""
+    (history_search) collapsed to its call line and "• uninitialized · 1.1 KB · …"."""
     server.script(
         s.tool_calls(
             [

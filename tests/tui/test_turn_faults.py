@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from engine import events as ev
+from engine.model import ModelClient
 from tests import scripted_server as s
-from tests.support import of_kind
-from tests.tui.conftest import say, settle
+from tests.support import chat_messages, of_kind, opened
+from tests.tui.conftest import say, settle, type_text
 from tui.widgets.assistant_message import AssistantMessage
 from tui.widgets.chat_message import Notice, PastReply
+from tui.widgets.prompt_input import PromptInput
 
 
 def _errors(app) -> list[str]:
@@ -94,3 +98,67 @@ async def test_the_tool_round_limit_is_one_error_notice(app_factory, server):
         assert "after 2 rounds of tool calls" in error and "model.max_tool_rounds" in error
         assert len(server.requests) == 3
         assert app.runtime.driver.running_turn is None
+
+
+def _users(request: dict) -> list[str]:
+    return [m["content"] for m in chat_messages(request) if m["role"] == "user"]
+
+
+async def test_a_prompt_sent_while_the_server_was_down_comes_back_once_and_is_sent_once(
+    app_factory, server, refused_port
+):
+    """Issue 25 item 4: the server is down (nobody listens), so the turn fails before any
+    reply: the prompt is back in the input, once; Enter with the server up again sends it,
+    and the model has it once (it had it twice: the failed send stayed in its history)."""
+    server.script(s.text("first answer"), s.text("the code is ZX-4471"))
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        await say(pilot, "hello")
+        driver = app.runtime.driver
+        up = driver.model
+        driver.model = opened(
+            ModelClient(
+                base_url=f"http://127.0.0.1:{refused_port}/v1",
+                api_key="k",
+                model="scripted-model",
+                max_retries=0,
+            )
+        )
+        await say(pilot, "what is the code?")
+        prompt = app.query_one(PromptInput)
+        assert prompt.text == "what is the code?"
+        (error,) = _errors(app)
+        assert "cannot reach the model server" in error
+        driver.model = up
+        await pilot.press("enter")
+        await settle(pilot)
+        assert prompt.text == ""
+        assert len(server.requests) == 2
+        assert _users(server.requests[-1]) == ["hello", "what is the code?"]
+        assert [r.text for r in app.query(AssistantMessage)][-1] == "the code is ZX-4471"
+
+
+async def test_a_failed_prompt_comes_back_ahead_of_what_was_typed_meanwhile(app_factory, server):
+    """Typed while the doomed request ran, the new text stays, after the prompt that
+    came back; a reply the model gave before failing keeps its prompt (nothing back)."""
+    down = dataclasses.replace(s.error(500, "the server is down"), hold="before")
+    server.script(down, s.text("answered"), s.tool_calls([("echo", {})]), s.error(500, "down"))
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        await type_text(pilot, "first question")
+        await pilot.press("enter")
+        await server.wait_requests(1)
+        await type_text(pilot, "and more")
+        server.release()
+        await settle(pilot)
+        prompt = app.query_one(PromptInput)
+        assert prompt.text == "first question\nand more"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert _users(server.requests[-1]) == ["first question\nand more"]
+        # The model answered with a tool call, then the server failed: it stays, nothing back.
+        await say(pilot, "search it")
+        assert prompt.text == ""
+        assert _users(server.requests[-1]) == ["first question\nand more", "search it"]

@@ -22,7 +22,7 @@ from textual.message import Message
 from textual.screen import Screen
 
 from engine.commands import is_command
-from engine.draft import current_draft
+from engine.draft import current_draft, withdrawn_text
 from engine.driver import DriverClosedError, InboxItemId
 from engine.events import (
     AssistantMessage,
@@ -261,8 +261,8 @@ class ChatScreen(Screen[None]):
         self.query_one(Transcript).show_event(event)
         if isinstance(event, AssistantMessage | UserMessage | ToolResult | CompactEnd):
             self._update_context()
-        if isinstance(event, TurnEnd) and event.status == "error":
-            self._restore_failed_prompt()
+        if isinstance(event, TurnEnd) and event.withdrawn:
+            self._restore_failed_prompt(event)
         inspector = self._inspector_widget
         if isinstance(event, CompactEnd | NoteSet | NoteDelete) and inspector is not None:
             inspector.refresh_data()
@@ -296,19 +296,14 @@ class ChatScreen(Screen[None]):
         prompt = self.query_one(PromptInput)
         return self.focused is prompt and not prompt.text.strip()
 
-    def _restore_failed_prompt(self) -> None:
-        """A prompt whose turn failed goes back into an empty input, ready to retry."""
+    def _restore_failed_prompt(self, end: TurnEnd) -> None:
+        """The prompts a turn withdrew when it failed before any reply (the model never saw
+        them answered, engine.draft) go back into the input once, ahead of anything typed
+        since, ready to send again: sent again, the model has them once."""
         assert self.runtime is not None
-        prompt = self.query_one(PromptInput)
-        if prompt.text.strip():
-            return
-        texts = [
-            e.text
-            for e in self.runtime.thread.log.events
-            if isinstance(e, UserMessage) and e.item_id is not None
-        ]
-        if texts:
-            prompt.set_value(texts[-1])
+        text = withdrawn_text(self.runtime.thread.log, end)
+        if text:
+            self.query_one(PromptInput).give_back(text)
 
     def _show_state(self, state: EngineState, *, restart: bool = True) -> None:
         strip = self.query_one(StatusStrip)
