@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -31,7 +32,16 @@ def _clean_env() -> dict[str, str]:
     }
 
 
-def trove(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def trove(
+    *args: str, stdin: str | None = None, timeout: float = TIMEOUT, memory: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`trove ARGS` in a child; `memory` caps its address space (bytes): an allocation past
+    it is a MemoryError in the child instead of the machine's memory."""
+
+    def cap() -> None:
+        if memory is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
     return subprocess.run(
         [sys.executable, "-m", "tui.cli", *args],
         input=stdin if stdin is not None else "",
@@ -39,7 +49,8 @@ def trove(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[s
         text=True,
         cwd=REPO,
         env=_clean_env(),
-        timeout=TIMEOUT,
+        timeout=timeout,
+        preexec_fn=cap if memory is not None else None,
     )
 
 
