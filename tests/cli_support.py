@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import resource
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -32,25 +31,33 @@ def _clean_env() -> dict[str, str]:
     }
 
 
+_CAPPED = (
+    "import resource, runpy, sys\n"
+    "cap = int(sys.argv.pop(1))\n"
+    "resource.setrlimit(resource.RLIMIT_AS, (cap, cap))\n"
+    "runpy.run_module('tui.cli', run_name='__main__', alter_sys=True)\n"
+)
+"""`python -m tui.cli` with its address space capped first (by the child itself: a
+`preexec_fn` is not safe to run in a forked copy of a test process that has threads)."""
+
+
 def trove(
     *args: str, stdin: str | None = None, timeout: float = TIMEOUT, memory: int | None = None
 ) -> subprocess.CompletedProcess[str]:
     """`trove ARGS` in a child; `memory` caps its address space (bytes): an allocation past
     it is a MemoryError in the child instead of the machine's memory."""
-
-    def cap() -> None:
-        if memory is not None:
-            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-
+    if memory is None:
+        command = [sys.executable, "-m", "tui.cli", *args]
+    else:
+        command = [sys.executable, "-c", _CAPPED, str(memory), *args]
     return subprocess.run(
-        [sys.executable, "-m", "tui.cli", *args],
+        command,
         input=stdin if stdin is not None else "",
         capture_output=True,
         text=True,
         cwd=REPO,
         env=_clean_env(),
         timeout=timeout,
-        preexec_fn=cap if memory is not None else None,
     )
 
 
