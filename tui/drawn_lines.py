@@ -11,9 +11,9 @@ Pygments, Textual and Trove's reply widgets, by size and mtime). Anything
 else, a missing, stale, torn or hostile file included, is a miss: the reply
 renders as it always did. The file is read only when it is a regular file of
 at most `MAX_BYTES` (engine.private.open_derived: a link, a FIFO, a device
-are misses, never followed or waited on). Replies with links or with code drawn plain while
-its lexer was built are not kept: the first would lose their hover, the
-second their highlighting.
+are misses, never followed or waited on). Replies with links or with code
+drawn plain while its lexer was built are not kept: the first would lose
+their hover, the second their highlighting.
 
 No import here loads a Markdown parser; the lines become Strips only when a
 reply uses them, on the loop, while the file is read in the open's thread.
