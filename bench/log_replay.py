@@ -10,7 +10,9 @@ then prints:
   per size, against the DESIGN.md target of >= 200,000 events/s, beside two
   floors: reading the file and parsing every line with orjson (plain dicts:
   the fastest JSON parse, as Trove's stream path uses it), and with Trove's own
-  typed msgspec decoder, each with nothing else;
+  typed msgspec decoder, each with nothing else; then the same open with the
+  log's replay snapshot beside it (engine/log/snapshot.py: what a thread quit
+  by its writer opens with), its checks included;
 * resume latency: the real TUI (`trove --thread ID` in a pseudo-terminal,
   started and timed exactly as bench/tui.py times it: spawn -> the end of the
   first frame drawn with the prompt focused and the thread open) on the
@@ -47,7 +49,7 @@ import orjson
 
 from engine import events as ev
 from engine.events import KnownEvent
-from engine.log import SessionLog, paused_gc
+from engine.log import SessionLog, paused_gc, snapshot
 from engine.session import LOG_NAME, thread_dir
 from engine.surface import Surface
 
@@ -196,6 +198,18 @@ def time_replay(path: Path) -> tuple[float, int]:
     return elapsed, len(log.events)
 
 
+def time_snapshot_replay(path: Path, runs: int) -> tuple[float, int]:
+    """The median `time_replay` with the log's replay snapshot beside it (written as the
+    log's writer writes it at close), then removed; (seconds, events from the snapshot)."""
+    log = SessionLog.open(path)
+    log.keep_snapshot()
+    log.close()
+    times = [time_replay(path)[0] for _ in range(runs)]
+    kept = SessionLog.open(path, read_only="bench").snapshot_events
+    snapshot.path_for(path).unlink(missing_ok=True)
+    return statistics.median(times), kept
+
+
 def _bench_tui() -> Any:
     """bench/tui.py, loaded under another name (it is named like the `tui` package)."""
     spec = importlib.util.spec_from_file_location("bench_tui", Path(__file__).with_name("tui.py"))
@@ -279,6 +293,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"  {median * 1000:>6.1f} ms  {rate:>9,.0f}"
                 f"  {count / floor:>9,.0f}  {count / typed:>9,.0f}"
                 f"  target >= {REPLAY_TARGET:,} events/s  {_verdict(rate >= REPLAY_TARGET)}"
+            )
+            kept_median, kept = time_snapshot_replay(path, args.runs)
+            print(
+                f"  {'':>8}  {'':>9}  {'':>7}  {kept_median * 1000:>6.1f} ms"
+                f"  {count / kept_median:>9,.0f}  from its replay snapshot"
+                f" ({kept:,} events; checks included)"
             )
         print(
             "  (floors, events/s: read + parse every line and nothing else; orjson: into plain"

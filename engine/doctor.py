@@ -105,16 +105,13 @@ def _snapshot_finding(log_path: Path) -> Finding | None:
     kept = snapshot.path_for(log_path)
     if not kept.exists():
         return None
-    loaded = snapshot.load(log_path)
-    if loaded is None:
-        return Finding(kept.name, f"{kept.name}: damaged (not used)")
     try:
         with log_path.open("rb") as fh:
-            crc = snapshot.crc_of_prefix(fh, loaded.covered)
+            loaded = snapshot.load(log_path, fh)
     except OSError:
-        crc = None
-    if crc != loaded.crc:
-        return Finding(kept.name, f"{kept.name}: does not match the log (not used)")
+        loaded = None
+    if loaded is None:
+        return Finding(kept.name, f"{kept.name}: damaged, or not about this log (not used)")
     return None
 
 

@@ -12,12 +12,26 @@ still usable, just not ours to change). A directory above the data root
 (e.g. a missing `~/.local/share`) is created like `mkdir -p` would: it is
 not Trove's data. SQLite gives `-wal`/`-shm` the mode of their database, so
 a private database file keeps its companions private too.
+
+Derived files (the caches beside a log: its replay snapshot, the thread's
+summary, the drawn lines, the archive's terms file) are read and written
+through `open_derived`, `read_derived` and `write_derived`: the log outranks
+them, so whatever is found under their names is never trusted to be what
+Trove wrote there. A link is not followed, a FIFO is not waited on, a
+device or a file past the caller's size bound is not read, and the
+temporary copy a write goes through is always a new file, so a link put
+under its name is never written through.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import io
 import os
+import secrets
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 DIR_MODE = 0o700
@@ -93,3 +107,69 @@ def write_private(path: Path, data: bytes) -> Path:
     with os.fdopen(open_private(path, os.O_WRONLY | os.O_TRUNC), "wb") as fh:
         fh.write(data)
     return path
+
+
+_DERIVED_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def open_derived(path: Path, max_bytes: int) -> io.BufferedReader:
+    """`path` open for reading when it is a regular file of at most `max_bytes`; else OSError.
+
+    Checked on the open file (fstat), before a byte is read: a symlink is not
+    followed (ELOOP), a FIFO is opened without waiting for a writer and then
+    refused like a device, a socket or a directory (EINVAL), and a larger file is
+    refused (EFBIG). A caller that takes any OSError for "no usable file" can
+    then neither hang nor allocate past its bound.
+    """
+    fd = os.open(path, _DERIVED_FLAGS)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        if info.st_size > max_bytes:
+            raise OSError(errno.EFBIG, f"larger than {max_bytes:,} bytes", str(path))
+        os.set_blocking(fd, True)
+        return open(fd, "rb")  # the caller closes it
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_derived(path: Path, max_bytes: int) -> bytes:
+    """The whole of `path`, read through `open_derived` (OSError: no usable file).
+
+    Only as many bytes as the file holds are asked for (never the bound), and a
+    file that changes size while it is read (derived files are replaced whole,
+    never written in place) is an error too.
+    """
+    with open_derived(path, max_bytes) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        data = fh.read(size + 1)
+    if len(data) != size:
+        raise OSError(errno.EAGAIN, "changed as it was read", str(path))
+    return data
+
+
+def write_derived(path: Path, chunks: Iterable[bytes], *, temporary: Path | None = None) -> bool:
+    """Replace `path` atomically with the bytes of `chunks`, as a private file.
+
+    False when that failed: the old file (or none) is left, and no temporary copy.
+    The copy is always created anew (O_EXCL; a leftover under its name is removed
+    first), so a link or a FIFO found there is never opened. `temporary` names it
+    (a thread's writer uses one name, so a copy a kill left is overwritten by the
+    next write instead of piling up); by default a name of its own.
+    """
+    if temporary is None:
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            temporary.unlink()
+        with os.fdopen(open_private(temporary, os.O_WRONLY | os.O_EXCL), "wb") as out:
+            for chunk in chunks:
+                out.write(chunk)
+        os.replace(temporary, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        return False
+    return True

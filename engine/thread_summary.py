@@ -9,29 +9,30 @@ So the derivation is cached in the thread's directory, `summary.cache`:
 - it is derived only from the log, by the same code the tools use (the
   thread's line after any rewind, `Surface`, `scan_history`,
   `extract_records`), so a cached answer equals a fresh one;
-- it is keyed by the log's identity (device, inode, size, mtime in ns, and a
-  digest of its last bytes) taken *before* the log is read, and by the
-  thread's scope binding: a log that grew, was rewound, rewritten or copied
-  elsewhere never matches;
+- it is keyed by the log's identity (device, inode, size, mtime and ctime in
+  ns, and a digest of its first and last bytes) taken *before* the log is
+  read, and by the thread's scope binding: a log that grew, was rewound,
+  rewritten (even to the same size, its mtime put back: the ctime cannot be)
+  or copied elsewhere never matches;
 - it is stored only when the read saw exactly what the key describes (every
   byte up to the keyed size, no torn line, the log's identity the same
   after the read as before): a writer appending meanwhile leaves no cache,
   so a cache can never hold less than its key claims;
 - it is written by readers, atomically (a private temporary file renamed into
   place), never by or instead of the writer, and never under the thread's
-  lock; a cache that cannot be written or read is just not used;
+  lock; a cache that cannot be written or read is just not used, and one
+  that is not a regular file (a link, a FIFO) or is larger than anything the
+  log could give (`max_bytes`) is not read at all (engine.private);
 - it lives in the thread's directory, so deleting the thread deletes it, and
   it is private (0600) like the log whose text it holds.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import hashlib
 import os
-import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,18 +53,21 @@ from engine.events import (
 )
 from engine.log import LoadResult, read_events
 from engine.log.line import current_line
-from engine.private import write_private
+from engine.private import read_derived, write_derived
 from engine.safe_text import safe_text
 from engine.session import LOG_NAME, ThreadNotFoundError, thread_dir
 from engine.surface import Surface
 
 CACHE_NAME = "summary.cache"
 FORMAT = 5
-"""Bumped whenever what a summary holds or how it is derived changes."""
+"""Bumped whenever what a summary holds, how it is derived or how it is keyed changes."""
 TITLE_CHARS = 60
-TAIL_BYTES = 4096
+EDGE_BYTES = 4096
+"""The key's digest covers this many bytes at each end of the log (the first prompt,
+the title, is at its head)."""
 
-Key = tuple[int, int, int, int, bytes, str]
+Key = tuple[int, int, int, int, int, bytes, str]
+"""Device, inode, size, mtime (ns), ctime (ns), digest of the log's ends, scope binding."""
 
 
 @dataclass(frozen=True)
@@ -190,17 +194,29 @@ def summarize(
 
 
 def log_key(log_path: Path, scope: str) -> Key:
-    """What identifies this exact log content, cheaply: a stat and one read of its tail.
+    """What identifies this exact log content, cheaply: a stat and a read of each end.
 
-    The tail digest catches a log rewritten in place to the same size within
-    one mtime tick (the clock the file system stamps with is coarse).
+    A rewrite in place changes the ctime, which, unlike the mtime, cannot be
+    set back; the digest of the ends catches one within a tick of the clock the
+    file system stamps with (a coarse one), at least where the title is.
     """
     with open(log_path, "rb") as fh:
         stat = os.fstat(fh.fileno())
-        fh.seek(max(0, stat.st_size - TAIL_BYTES))
-        tail = fh.read(min(stat.st_size, TAIL_BYTES))
-    digest = hashlib.blake2b(tail, digest_size=16).digest()
-    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, digest, scope)
+        head = fh.read(min(stat.st_size, EDGE_BYTES))
+        fh.seek(max(0, stat.st_size - EDGE_BYTES))
+        tail = fh.read(min(stat.st_size, EDGE_BYTES))
+    digest = hashlib.blake2b(head + tail, digest_size=16).digest()
+    return (*_identity(stat), digest, scope)
+
+
+def _identity(stat: os.stat_result) -> tuple[int, int, int, int, int]:
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
+def max_bytes(log_size: int) -> int:
+    """The largest cache a log of this size can give: its active texts twice (as they are,
+    and casefolded, which can triple a character's bytes), with room to spare."""
+    return 8 * log_size + (1 << 20)
 
 
 def _read_log(log_path: Path) -> LoadResult:
@@ -213,12 +229,12 @@ def _same(log_path: Path, key: Key) -> bool:
         stat = os.stat(log_path)
     except OSError:
         return False
-    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns) == key[:4]
+    return _identity(stat) == key[:5]
 
 
 def _load(cache: Path, key: Key) -> ThreadSummary | None:
     try:
-        data = cache.read_bytes()
+        data = read_derived(cache, max_bytes(key[2]))
         cached = _DECODER.decode(data)
     except (OSError, msgspec.DecodeError, msgspec.ValidationError, TypeError, ValueError):
         return None
@@ -228,11 +244,8 @@ def _load(cache: Path, key: Key) -> ThreadSummary | None:
 
 
 def _store(cache: Path, key: Key, summary: ThreadSummary) -> None:
-    """Write the cache atomically; any failure leaves the cache unused, never an error."""
-    temporary = cache.with_name(f".{CACHE_NAME}.{os.getpid()}.{secrets.token_hex(4)}")
-    try:
-        write_private(temporary, _ENCODER.encode(_Cached(FORMAT, key, summary)))
-        os.replace(temporary, cache)
-    except OSError:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
+    """Write the cache atomically; any failure leaves the cache unused, never an error
+    (as does a cache past `max_bytes`, which would not be read)."""
+    data = _ENCODER.encode(_Cached(FORMAT, key, summary))
+    if len(data) <= max_bytes(key[2]):
+        write_derived(cache, [data])

@@ -32,26 +32,48 @@ def _clean_env() -> dict[str, str]:
     }
 
 
+_CAPPED = (
+    "import resource, runpy, sys\n"
+    "cap = int(sys.argv.pop(1))\n"
+    "resource.setrlimit(resource.RLIMIT_AS, (cap, cap))\n"
+    "runpy.run_module('tui.cli', run_name='__main__', alter_sys=True)\n"
+)
+"""`python -m tui.cli` with its address space capped first (by the child itself: a
+`preexec_fn` is not safe to run in a forked copy of a test process that has threads)."""
+
+
 def trove(
-    *args: str, stdin: str | None = None, stdin_from: Path | None = None
+    *args: str,
+    stdin: str | None = None,
+    stdin_from: Path | None = None,
+    timeout: float = TIMEOUT,
+    memory: int | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run `trove ARGS`; stdin is a pipe holding `stdin` (empty by default), or the file
-    `stdin_from` (bytes as they are, or /dev/null)."""
+    """Run `trove ARGS` in a child; stdin is a pipe holding `stdin` (empty by default), or
+    the file `stdin_from` (bytes as they are, or /dev/null). `memory` caps its address
+    space (bytes): an allocation past it is a MemoryError in the child instead of the
+    machine's memory."""
+    if memory is None:
+        command = [sys.executable, "-m", "tui.cli", *args]
+    else:
+        command = [sys.executable, "-c", _CAPPED, str(memory), *args]
     if stdin_from is not None:
         with stdin_from.open("rb") as file:
-            return _run(args, {"stdin": file})
-    return _run(args, {"input": stdin if stdin is not None else ""})
+            return _run(command, timeout, {"stdin": file})
+    return _run(command, timeout, {"input": stdin if stdin is not None else ""})
 
 
-def _run(args: tuple[str, ...], given: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+def _run(
+    command: list[str], timeout: float, given: dict[str, Any]
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tui.cli", *args],
+        command,
         **given,
         capture_output=True,
         text=True,
         cwd=REPO,
         env=_clean_env(),
-        timeout=TIMEOUT,
+        timeout=timeout,
     )
 
 

@@ -9,8 +9,10 @@ anew, eviction and the filter's rebuild never hide a hit.
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -392,4 +394,72 @@ def test_damaged_batch_filters_only_cost_an_opening(tmp_path: Path, damage: str)
     assert archive_terms.load(t.archive, t.scope, filters=True) is None
     assert answer(search_all(home, "local", "WREN-4711"))[0][0] == "t"
     assert search_all(home, "local", "qqzx")["threads"] == []
+    t.thread.close()
+
+
+def _damaged(path: Path, scope: str, damage: str) -> None:
+    """Put a terms file with this damage in place of the good one at `path`."""
+    data = bytearray(path.read_bytes())
+    head = archive_terms._HEAD
+    if damage in ("huge pair count", "huge filters length"):
+        fields = list(head.unpack_from(data))
+        first = head.size + fields[7] + fields[6] * 16 + archive_terms.bits_for(scope) // 8
+        fields[6 if damage == "huge pair count" else 8] = 0xFFFFFFFF
+        head.pack_into(data, 0, *fields)
+        # The first part's CRC made right again, as a tool that fixes CRCs would: the file
+        # reads as whole until its lengths are held against its size.
+        data[first : first + 4] = zlib.crc32(data[:first]).to_bytes(4, "little")
+    path.unlink()
+    if damage == "garbled":
+        path.write_bytes(bytes(b ^ 0x5A for b in data))
+    elif damage == "zero-filled":
+        path.write_bytes(bytes(len(data)))
+    elif damage == "link to /dev/zero":
+        path.symlink_to("/dev/zero")
+    elif damage == "fifo":
+        os.mkfifo(path)
+    elif damage == "huge file":
+        path.write_bytes(data)
+        os.truncate(path, 2 << 30)
+    else:
+        path.write_bytes(data)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "huge pair count",
+        "huge filters length",
+        "garbled",
+        "zero-filled",
+        "link to /dev/zero",
+        "fifo",
+        "huge file",
+    ],
+)
+def test_a_terms_file_that_is_huge_garbled_or_not_a_file_only_costs_an_opening(
+    env: Env, damage: str
+) -> None:
+    """Issue 30 point 3: `--all` answers (the archive searched directly), with no
+    traceback, without waiting on a FIFO or reading a length the file does not hold, in
+    bounded memory (the child's address space is capped: an allocation the damage asks
+    for is a MemoryError there); the next capture writes a true file in its place."""
+    t = Compacting(env.home, "t")
+    t.compact("first batch with KITE-5151")
+    t.say("an active message")
+    path = archive_terms.terms_path(t.archive)
+    _damaged(path, t.scope, damage)
+    found = trove(
+        *env.common, "history", "search", "KITE-5151", "--all", "--json", timeout=20, memory=1 << 30
+    )
+    assert found.returncode == 0 and "Traceback" not in found.stderr, found.stderr
+    result = json.loads(found.stdout)
+    assert answer(result)[0][0] == "t" and result["problems"] == []
+    assert archive_terms.load(t.archive, t.scope) is None or damage == "huge filters length"
+    assert archive_terms.load(t.archive, t.scope, filters=True) is None
+    t.compact("second batch with MOTH-7171")  # the next capture
+    assert path.is_file() and not path.is_symlink() and path.stat().st_size < 1 << 20
+    terms = t.terms()
+    assert terms is not None and terms.present == t.keys and len(t.keys) == 2
+    assert answer(search_all(env.home, "local", "MOTH-7171"))[0][0] == "t"
     t.thread.close()

@@ -7,6 +7,11 @@ the snapshot may only ever save time, never change what a log holds.
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -14,6 +19,7 @@ import pytest
 from engine import events as ev
 from engine.log import SessionLog, read_events, snapshot
 from engine.log.replay import _read_events
+from tests.cli_support import REPO
 
 COUNT = 60
 
@@ -254,3 +260,183 @@ def test_a_snapshot_a_kill_left_half_written_is_overwritten_not_left(tmp_path: P
     _snapshotted(path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["session.jsonl", "session.jsonl.replay"]
     assert read_events(path).from_snapshot == COUNT
+
+
+def _keep_crc(data: bytes, at: int, new: bytes) -> bytes:
+    """`data` with `new` written over it at `at`, and as many of the letters after `new`'s
+    first word changed (between "`" and "o", so the text stays plain ASCII) as make the
+    CRC-32 of every stretch from `at` or before to the end what it was: what a tool that
+    rewrites a file and fixes its CRC leaves, without knowing where the CRC is."""
+    changed = bytearray(data)
+    changed[at : at + len(new)] = new
+    target = zlib.crc32(data[at:])
+    carriers = [
+        (i, bit)
+        for i in range(at + new.index(b" ") + 1, at + len(new))
+        if 0x60 <= changed[i] <= 0x6F
+        for bit in (1, 2, 4, 8)
+    ]
+    effect = []  # what toggling each carrier bit does to the CRC (it is linear in the bits)
+    base = zlib.crc32(bytes(changed[at:]))
+    for i, bit in carriers:
+        changed[i] ^= bit
+        effect.append(zlib.crc32(bytes(changed[at:])) ^ base)
+        changed[i] ^= bit
+    # Gaussian elimination over GF(2): which carriers to toggle to move `base` to `target`.
+    rows: list[tuple[int, int]] = []  # (effect, carrier set as a bit mask)
+    for n, value in enumerate(effect):
+        mask = 1 << n
+        for row, row_mask in rows:
+            if value ^ row < value:
+                value, mask = value ^ row, mask ^ row_mask
+        if value:
+            rows.append((value, mask))
+            rows.sort(reverse=True)
+    want, mask = base ^ target, 0
+    for row, row_mask in rows:
+        if want ^ row < want:
+            want, mask = want ^ row, mask ^ row_mask
+    assert want == 0, "not enough letters to carry the CRC"
+    for n, (i, bit) in enumerate(carriers):
+        if mask >> n & 1:
+            changed[i] ^= bit
+    assert zlib.crc32(bytes(changed[at:])) == target
+    return bytes(changed)
+
+
+def _planted(original: bytes) -> bytes:
+    """A rewrite of `original` (a message's text) to the same length: "PLANTED" and letters."""
+    letters = b"abcdefghijklmno" * (len(original) // 15 + 1)
+    return b"PLANTED " + letters[: len(original) - 8]
+
+
+ORIGINAL = "question 3 about 上下文 and the log".encode()
+"""A message's text, once in the log and once in its snapshot."""
+
+
+def test_a_snapshot_rewritten_with_its_crc_kept_is_not_believed(tmp_path: Path) -> None:
+    """Issue 30 point 5: the snapshot's body says what the log does not, and every CRC-32
+    over it is what it was. The open reads the log: the text seen is the log's."""
+    path = tmp_path / "session.jsonl"
+    _snapshotted(path)
+    kept = snapshot.path_for(path)
+    data = kept.read_bytes()
+    kept.write_bytes(_keep_crc(data, data.index(ORIGINAL), _planted(ORIGINAL)))
+    events = _read_from_its_lines(path)
+    assert not any("PLANTED" in str(getattr(e, "text", "")) for e in events)
+    assert sum(getattr(e, "text", "") == ORIGINAL.decode() for e in events) == 1
+
+    log = SessionLog.open(path)  # what the app and the tools replay
+    assert log.snapshot_events == 0
+    assert not any("PLANTED" in str(getattr(e, "text", "")) for e in log.events)
+    assert log.keep_snapshot()  # the writer replaces it with a true one
+    log.close()
+    assert read_events(path).from_snapshot == COUNT
+
+
+def test_a_log_changed_under_its_snapshot_with_its_crc_kept_is_read_from_its_lines(
+    tmp_path: Path,
+) -> None:
+    """The log edited in place (one message rewritten to the same length) so that its
+    CRC-32 is what the snapshot recorded: the snapshot no longer stands for it."""
+    path = tmp_path / "session.jsonl"
+    _snapshotted(path)
+    data = path.read_bytes()
+    path.write_bytes(_keep_crc(data, data.index(ORIGINAL), _planted(ORIGINAL)))
+    events = _read_from_its_lines(path)
+    assert any(str(getattr(e, "text", "")).startswith("PLANTED ") for e in events)
+    assert not any(getattr(e, "text", "") == ORIGINAL.decode() for e in events)
+
+
+_OPEN = """
+import sys
+from pathlib import Path
+from engine.log import read_events
+loaded = read_events(Path(sys.argv[1]))
+status = Path("/proc/self/status").read_text()
+peak = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
+print(loaded.from_snapshot, len(loaded.events), peak // 1024)
+"""
+"""One open of the log in a child: (events from the snapshot, events, peak RSS in MB)."""
+
+
+def _open_in_a_child(path: Path, timeout: float = 20) -> tuple[int, int, int]:
+    """The open, in a child process (a hang is a timeout, a blow-up its own memory)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _OPEN, str(path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr
+    kept, events, peak = map(int, done.stdout.split())
+    return kept, events, peak
+
+
+@pytest.mark.parametrize("inflation", ["length field", "length field and file"])
+def test_an_inflated_snapshot_is_refused_fast_and_small(tmp_path: Path, inflation: str) -> None:
+    """Issue 30 point 4: the events' count in the snapshot's body made huge, and the file
+    grown (sparse) to 2 GiB behind it. The open reads the log, in a bounded time (the
+    child's timeout) and memory."""
+    path = tmp_path / "session.jsonl"
+    _snapshotted(path)
+    kept = snapshot.path_for(path)
+    data = kept.read_bytes()
+    header = b"\xdc" + COUNT.to_bytes(2, "big")  # msgpack: an array of COUNT events
+    assert data.count(header) == 1
+    kept.write_bytes(data.replace(header, b"\xdc\xff\xff"))
+    if inflation == "length field and file":
+        os.truncate(kept, 2 << 30)
+    from_snapshot, events, peak = _open_in_a_child(path)
+    assert (from_snapshot, events) == (0, COUNT)
+    assert peak < 200, f"peak RSS {peak} MB"
+    _read_from_its_lines(path)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link to /dev/zero", "link to another's", "directory"])
+def test_a_snapshot_that_is_not_a_file_of_its_own_is_never_waited_on(
+    tmp_path: Path, kind: str
+) -> None:
+    """A FIFO in its place is not waited on (no writer will come), a link is not followed
+    (to a device, to another thread's snapshot); the writer puts a true one back."""
+    path = tmp_path / "session.jsonl"
+    _snapshotted(path)
+    kept = snapshot.path_for(path)
+    kept.unlink()
+    if kind == "fifo":
+        os.mkfifo(kept)
+    elif kind == "link to /dev/zero":
+        kept.symlink_to("/dev/zero")
+    elif kind == "link to another's":
+        other = tmp_path / "other" / "session.jsonl"
+        other.parent.mkdir()
+        shutil.copyfile(path, other)
+        _snapshotted(other, COUNT // 4 + 1)
+        kept.symlink_to(snapshot.path_for(other))
+    else:
+        kept.mkdir()
+    assert _open_in_a_child(path)[:2] == (0, COUNT)
+    _read_from_its_lines(path)
+    if kind != "directory":
+        log = SessionLog.open(path)
+        assert log.keep_snapshot()
+        log.close()
+        assert kept.is_file() and not kept.is_symlink()
+        assert read_events(path).from_snapshot == COUNT
+
+
+def test_a_link_in_place_of_the_writers_temporary_copy_is_never_written_through(
+    tmp_path: Path,
+) -> None:
+    """The temporary copy has one known name: a link put there (to the log itself) is
+    replaced, never opened, so the log it points to is never truncated."""
+    path = tmp_path / "session.jsonl"
+    log = _write(path, COUNT // 4)
+    before = path.read_bytes()
+    (tmp_path / ".session.jsonl.replay.tmp").symlink_to(path)
+    assert log.keep_snapshot()
+    log.close()
+    assert path.read_bytes() == before
+    assert read_events(path).from_snapshot == COUNT
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["session.jsonl", "session.jsonl.replay"]

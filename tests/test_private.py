@@ -6,6 +6,7 @@ plain `mkdir`/`open` make 0755 directories and 0644 files).
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Iterator
@@ -17,7 +18,13 @@ from engine import events as ev
 from engine.config import TaskContinuityConfig
 from engine.continuity import ArchiveStore, Source, source_id
 from engine.log import SessionLog
-from engine.private import private_dir, touch_private
+from engine.private import (
+    open_derived,
+    private_dir,
+    read_derived,
+    touch_private,
+    write_derived,
+)
 from engine.session import LOG_NAME, Thread, fork_thread, thread_dir
 from tests import scripted_server as s
 from tests.cli_support import Env, trove
@@ -156,3 +163,52 @@ def test_touch_private_is_exact_even_under_a_strange_umask(tmp_path: Path) -> No
     touch_private(made / "f")
     assert mode(made) == 0o700
     assert mode(made / "f") == 0o600
+
+
+def test_a_derived_file_is_read_only_when_it_is_a_regular_file_within_its_bound(
+    tmp_path: Path,
+) -> None:
+    """What is found under a derived file's name is not trusted to be what was written:
+    a link is not followed, a FIFO not waited on (no writer ever opens it here), a device,
+    a directory or a file past the bound is refused, each as an OSError, before a read."""
+    good = tmp_path / "good"
+    good.write_bytes(b"0123456789")
+    assert read_derived(good, 10) == b"0123456789"
+    with open_derived(good, 10) as fh:
+        assert fh.read(4) == b"0123"
+    refused = {
+        "past the bound": (good, errno.EFBIG),
+        "link": (tmp_path / "link", errno.ELOOP),
+        "link to a device": (tmp_path / "zero", errno.ELOOP),
+        "fifo": (tmp_path / "fifo", errno.EINVAL),
+        "directory": (tmp_path / "dir", errno.EINVAL),
+        "device": (Path("/dev/zero"), errno.EINVAL),
+    }
+    (tmp_path / "link").symlink_to(good)
+    (tmp_path / "zero").symlink_to("/dev/zero")
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "dir").mkdir()
+    for what, (path, code) in refused.items():
+        with pytest.raises(OSError) as raised:
+            read_derived(path, 9 if what == "past the bound" else 1 << 20)
+        assert raised.value.errno == code, what
+
+
+def test_a_derived_file_is_written_through_a_new_private_copy(tmp_path: Path) -> None:
+    """A link under the temporary copy's name (to the log) is replaced, not written
+    through; a write that fails leaves the old file and no copy."""
+    log = tmp_path / "session.jsonl"
+    log.write_bytes(b"the log")
+    target = tmp_path / "cache"
+    temporary = tmp_path / ".cache.tmp"
+    temporary.symlink_to(log)
+    assert write_derived(target, [b"de", b"rived"], temporary=temporary)
+    assert log.read_bytes() == b"the log"
+    assert target.read_bytes() == b"derived" and mode(target) == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "session.jsonl"]
+    assert write_derived(target, [b"again"])
+    assert target.read_bytes() == b"again"
+    target.unlink()
+    target.mkdir()  # cannot be replaced by a file
+    assert not write_derived(target, [b"lost"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "session.jsonl"]

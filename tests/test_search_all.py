@@ -285,3 +285,81 @@ def test_a_cache_copied_to_another_thread_is_not_used(tmp_path: Path) -> None:
     shutil.copy2(a / CACHE_NAME, b / CACHE_NAME)
     assert summarize(home, "local", "b").thread == "b"
     assert not any(CODE in s.text for s in summarize(home, "local", "b").active)
+
+
+def _threads(env: Env) -> dict[str, dict[str, object]]:
+    """`trove threads --json` in a child with a timeout and a capped address space."""
+    listed = trove(*env.common, "threads", "--json", timeout=20, memory=1 << 30)
+    assert listed.returncode == 0 and "Traceback" not in listed.stderr, listed.stderr
+    return {item["id"]: item for item in json.loads(listed.stdout)}
+
+
+@pytest.mark.parametrize(
+    "damage", ["garbled", "huge", "link to /dev/zero", "fifo", "link to another's"]
+)
+def test_a_summary_cache_that_is_damaged_or_not_a_file_is_derived_again(
+    env: Env, damage: str
+) -> None:
+    """Issue 30 point 3: `trove threads` and `--all` show the log's truth, without waiting
+    on a FIFO or reading past a bound, and the next reader writes a true cache."""
+    made(env.home, "local", "t", f"code {CODE}")
+    made(env.home, "local", "u", "another thread", "with more in it")
+    truth = _threads(env)
+    cache = thread_dir(env.home, "local", "t") / CACHE_NAME
+    assert cache.is_file()
+    thread = Thread.resume(env.home, "local", "t")
+    thread.log.append(ev.UserMessage(text="ZEBRA-LATE arrives"))
+    thread.close()
+    cache.unlink()
+    if damage == "garbled":
+        cache.write_bytes(b"\x94\x04" + b"\xff" * 4096)
+    elif damage == "huge":
+        cache.write_bytes(b"\x94\x04")
+        os.truncate(cache, 2 << 30)
+    elif damage == "link to /dev/zero":
+        cache.symlink_to("/dev/zero")
+    elif damage == "fifo":
+        os.mkfifo(cache)
+    else:
+        cache.symlink_to(thread_dir(env.home, "local", "u") / CACHE_NAME)
+    listed = _threads(env)
+    assert listed["t"]["messages"] == truth["t"]["messages"] + 1
+    assert listed["u"] == truth["u"]
+    found = trove(*env.common, "history", "search", "ZEBRA-LATE", "--all", "--json", timeout=20)
+    assert [g["thread"] for g in json.loads(found.stdout)["threads"]] == ["t"]
+    assert cache.is_file() and not cache.is_symlink()  # derived again, and kept
+    assert summarize(env.home, "local", "t").messages == truth["t"]["messages"] + 1
+
+
+def test_a_cache_for_a_log_changed_in_place_is_never_believed(env: Env) -> None:
+    """The log rewritten to the same size, its mtime put back and its last bytes as they
+    were (the change is in its head: the first prompt, and a prompt turned into an
+    injection): the title `--all` shows and the count `trove threads` shows are the
+    log's, not what a cache made for the old content says."""
+    thread = Thread.create(env.home, "local", "t")
+    thread.log.append(ev.UserMessage(text="TITLE-AAAA the first prompt"))
+    thread.log.append(ev.UserMessage(text="a second prompt", source="typing"))
+    for n in range(40):  # the change stays out of the log's last 4 KiB
+        thread.log.append(ev.AssistantMessage(content=f"reply {n} " + "words " * 30))
+    thread.close()
+    before = _threads(env)["t"]
+    assert before["messages"] == 42
+    found = json.loads(
+        trove(*env.common, "history", "search", "TITLE-AAAA", "--all", "--json").stdout
+    )
+    assert found["threads"][0]["title"] == "TITLE-AAAA the first prompt"
+
+    log_path = thread_dir(env.home, "local", "t") / "session.jsonl"
+    old = log_path.stat()
+    data = log_path.read_bytes()
+    changed = data.replace(b"TITLE-AAAA", b"TITLE-BBBB").replace(b'"typing"', b'"inject"')
+    assert len(changed) == len(data) and changed[-4096:] == data[-4096:]
+    log_path.write_bytes(changed)
+    os.utime(log_path, ns=(old.st_atime_ns, old.st_mtime_ns))
+    assert (log_path.stat().st_size, log_path.stat().st_mtime_ns) == (old.st_size, old.st_mtime_ns)
+
+    assert _threads(env)["t"]["messages"] == 41
+    found = json.loads(
+        trove(*env.common, "history", "search", "TITLE-BBBB", "--all", "--json").stdout
+    )
+    assert found["threads"][0]["title"] == "TITLE-BBBB the first prompt"

@@ -9,9 +9,11 @@ that the drawing depends on is the same: its text (a digest), its width and
 style, the theme, and the renderer (the source files of Rich, markdown-it,
 Pygments, Textual and Trove's reply widgets, by size and mtime). Anything
 else, a missing, stale, torn or hostile file included, is a miss: the reply
-renders as it always did. Replies with links or with code drawn plain while
-its lexer was built are not kept: the first would lose their hover, the
-second their highlighting.
+renders as it always did. The file is read only when it is a regular file of
+at most `MAX_BYTES` (engine.private.open_derived: a link, a FIFO, a device
+are misses, never followed or waited on). Replies with links or with code
+drawn plain while its lexer was built are not kept: the first would lose
+their hover, the second their highlighting.
 
 No import here loads a Markdown parser; the lines become Strips only when a
 reply uses them, on the loop, while the file is read in the open's thread.
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from engine.private import write_private
+from engine.private import read_derived, write_derived
 from engine.safe_text import safe_text
 
 if TYPE_CHECKING:
@@ -133,13 +135,8 @@ def _clean(reply: DrawnReply) -> bool:
 
 def load(thread_dir: Path) -> dict[int, DrawnReply]:
     """The kept replies by seq; empty when there is no usable file (never raises)."""
-    path = thread_dir / FILE_NAME
     try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_BYTES + 1)
-        if len(data) > MAX_BYTES:
-            return {}
-        kept = _DECODER.decode(data)
+        kept = _DECODER.decode(read_derived(thread_dir / FILE_NAME, MAX_BYTES))
     except (OSError, msgspec.DecodeError, msgspec.ValidationError, ValueError):
         return {}
     if kept.format != FORMAT or kept.renderer != renderer_id():
@@ -166,18 +163,12 @@ def save(thread_dir: Path, replies: Iterable[DrawnReply]) -> None:
     file unused or as it was, never an error: it only saves the next open some work."""
     replies = list(replies)
     path = thread_dir / FILE_NAME
-    # One name: only the thread's writer (it holds the lock) keeps its lines, and a copy a
-    # kill left half written is overwritten by the next, not left behind.
-    temporary = path.with_name(f".{FILE_NAME}.tmp")
-    try:
-        if not replies:
-            path.unlink(missing_ok=True)
-            return
-        data = _ENCODER.encode(_File(FORMAT, renderer_id(), replies))
-        if len(data) > MAX_BYTES:
-            return
-        write_private(temporary, data)
-        os.replace(temporary, path)
-    except OSError:
+    if not replies:
         with contextlib.suppress(OSError):
-            temporary.unlink()
+            path.unlink(missing_ok=True)
+        return
+    data = _ENCODER.encode(_File(FORMAT, renderer_id(), replies))
+    if len(data) <= MAX_BYTES:
+        # One name: only the thread's writer (it holds the lock) keeps its lines, and a
+        # copy a kill left half written is overwritten by the next, not left behind.
+        write_derived(path, [data], temporary=path.with_name(f".{FILE_NAME}.tmp"))

@@ -44,7 +44,6 @@ from __future__ import annotations
 import contextlib
 import operator
 import os
-import secrets
 import sqlite3
 import struct
 import zlib
@@ -55,7 +54,7 @@ from pathlib import Path
 
 from engine.continuity import term_filter
 from engine.continuity.query import fts_table
-from engine.private import write_private
+from engine.private import open_derived, write_derived
 
 FILE_NAME = "history.terms"
 BITS = 2**19
@@ -70,6 +69,9 @@ _FULL = 0.35
 _GROWN = 0.10
 """... once this share of bits has been set since the last rebuild (an archive whose own
 words fill it past `_FULL` would otherwise be rebuilt at every capture, for nothing)."""
+MAX_BYTES = 32 << 20
+"""A larger file is not read (nor written): about 500 batches with full filters of their
+own (64 KiB each: term_filter.py), where the default archive keeps 32."""
 _MAGIC = b"TRVTERMS"
 _VERSION = 3
 # magic, version, device, inode, floor, base, pairs, scope bytes, batch filters' bytes
@@ -141,24 +143,31 @@ def load(archive: Path, scope: str, *, filters: bool = False) -> ArchiveTerms | 
     The filter and claims come first in the file, each batch's own filter
     after them: `filters=True` reads those too (about 4 KiB a batch), which
     only a query of several words needs, for the few threads that may hold
-    them all.
+    them all. Never raises: the file is read through `open_derived` (a link,
+    a FIFO, a file past `MAX_BYTES` are no file), and every length it gives is
+    held against the bytes the file has before anything is read for it.
     """
     size = bits_for(scope) // 8
     try:
         stat = os.stat(archive)
-        with open(terms_path(archive), "rb") as fh:
-            data = fh.read(_HEAD.size + size + _CRC.size + 4096)
+        with open_derived(terms_path(archive), MAX_BYTES) as fh:
+            total = os.fstat(fh.fileno()).st_size
+            data = fh.read(min(total, _HEAD.size + size + _CRC.size + 4096))
             if len(data) < _HEAD.size:
                 return None
             head = _HEAD.unpack_from(data)
             first = _HEAD.size + head[7] + head[6] * _PAIR.size + size + _CRC.size
+            if first > total:
+                return None
             if len(data) < first:
                 data += fh.read(first - len(data))
             found = decode(data[:first], scope, (stat.st_dev, stat.st_ino))
             if found is None or not filters:
                 return found
+            if first + head[8] + _CRC.size != total:
+                return None
             rest = data[first:]  # the first read may have taken some of them
-            rest += fh.read(max(0, head[8] + _CRC.size + 1 - len(rest)))
+            rest += fh.read(total - first - len(rest))
             return _with_filters(found, rest, head[8])
     except OSError:
         return None
@@ -306,15 +315,10 @@ def _batch_filters(conn: sqlite3.Connection, present: dict[int, int]) -> dict[in
 
 
 def write(archive: Path, content: bytes) -> None:
-    """Replace the file atomically; a failure leaves the old one (still true, only older)."""
-    path = terms_path(archive)
-    temporary = path.with_name(f".{FILE_NAME}.{os.getpid()}.{secrets.token_hex(4)}")
-    try:
-        write_private(temporary, content)
-        os.replace(temporary, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
+    """Replace the file atomically; a failure leaves the old one (still true, only older),
+    as does content past `MAX_BYTES` (it would not be read)."""
+    if len(content) <= MAX_BYTES:
+        write_derived(terms_path(archive), [content])
 
 
 def remove(archive: Path) -> None:

@@ -42,27 +42,27 @@ def read_events(path: Path) -> LoadResult:
     other bad line named in `damage` (never raised).
 
     A long log's snapshot (engine.log.snapshot) stands for the lines it covers
-    when the log still begins with exactly those bytes; the lines after it,
-    and every line when there is no usable snapshot, are decoded here.
+    when it is sealed to exactly the bytes the log begins with; the lines after
+    it, and every line when there is no usable snapshot, are decoded here.
     """
     with paused_gc():
-        kept = snapshot.load(path)
-        if kept is not None:
-            resumed = _read_after(path, kept)
-            if resumed is not None:
-                return resumed
+        resumed = _read_after_snapshot(path)
+        if resumed is not None:
+            return resumed
         return _read_events(path)
 
 
-def _read_after(path: Path, kept: snapshot.Snapshot) -> LoadResult | None:
-    """The snapshot's events and the log's lines after them (None: the log does not begin
-    with the bytes the snapshot covers, or a line after them is not a plain event in
-    order: the whole file is read the careful way, which keeps an unknown kind or
-    finds where the consistent prefix ends)."""
+def _read_after_snapshot(path: Path) -> LoadResult | None:
+    """The snapshot's events and the log's lines after them, from one open of the log
+    (None: no snapshot stands for the log's first bytes, or a line after them is not a
+    plain event in order: the whole file is read the careful way, which keeps an
+    unknown kind or finds where the consistent prefix ends)."""
     try:
         with path.open("rb") as fh:
-            if snapshot.crc_of_prefix(fh, kept.covered) != kept.crc:
+            kept = snapshot.load(path, fh)
+            if kept is None:
                 return None
+            fh.seek(kept.covered)
             data = fh.read()
     except OSError:
         return None

@@ -1,13 +1,25 @@
 """A replay snapshot: a long log's events, decoded once, kept beside it as msgpack.
 
-Decoding JSON lines into typed events is most of a long thread's resume
-(~200 ms of the interpreter's time at 200,000 events); msgpack of the same
-events decodes in about two thirds of that. The log stays the only source of
-truth: a snapshot names the exact bytes of the log it was made from (how
-many, and their CRC-32) and carries the CRC-32 of its own body, so a log that
-no longer begins with those bytes (repaired by hand, replaced, cut short) or a
-snapshot damaged on disk is a miss, and replay reads every line as before.
-Both checksums run without the interpreter lock, beside the app's start-up.
+Decoding JSON lines into typed events is most of a long thread's resume, and
+msgpack of the same events decodes faster (bench/log_replay.py prints both).
+The log stays the only source of truth; a snapshot only ever saves time:
+
+- It is used only while it stands for the log's first bytes. Its header
+  names how many bytes of the log it covers and seals them to its body: a
+  BLAKE2b digest of the digests of those log bytes and of the body. A log
+  that no longer begins with them (repaired by hand, replaced, cut short,
+  edited so that a CRC still matches), or a body that was changed (whatever
+  checksum was fixed after it), is a miss, and replay reads every line. Both
+  digests are made on threads of their own while the body decodes (hashlib
+  lets go of the interpreter lock as it hashes), beside the app's start-up.
+- No length in it is trusted beyond the bytes there are: the file is read only
+  when it is a regular file at most a few times the size of the log
+  (engine.private.open_derived: a link, a FIFO, an inflated file are misses
+  before anything is mapped), the bytes it covers must be in the log, the
+  events it counts must fit in its body.
+
+A seal is no defence against someone who can write the thread's files and
+computes a new seal from the log: they could as well edit the log itself.
 
 Written by the log's writer as it closes (`SessionLog.keep_snapshot`), only
 for a long log whose snapshot would cover much more than the one it has; the
@@ -17,10 +29,11 @@ lines appended after a snapshot are decoded from the log as usual.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import mmap
 import os
 import struct
-import zlib
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, cast
@@ -30,70 +43,131 @@ from msgspec import Struct
 
 from engine.events import KnownEvent, LogEvent, UnknownEvent
 from engine.log.line_codec import in_order
-from engine.private import open_private
+from engine.private import open_derived, write_derived
 
 SUFFIX = ".replay"
 """The snapshot of `session.jsonl` is `session.jsonl.replay`."""
-MAGIC = b"trove replay 1\n"
-_HEADER = struct.Struct("<QIQI")
-"""Bytes of the log covered, their CRC-32, events in the body, the body's CRC-32."""
+MAGIC = b"trove replay 2\n"
+_HEADER = struct.Struct("<QQ32s")
+"""Bytes of the log covered, events in the body, the seal of those bytes and the body."""
 MIN_EVENTS = 10_000
-"""A shorter log replays from its lines in under ~20 ms, where a snapshot saves a few:
-not worth a second copy of it on disk. (At 10,000 events with tool calls it saved
-7-13 ms of a 19-33 ms read, at 200,000 events ~100 ms.)"""
+"""A shorter log replays from its lines about as fast: not worth a second copy of it on
+disk (bench/log_replay.py measures both ways at 10,000 events)."""
 STALE_EVENTS = 5_000
 """A snapshot is rewritten once the log has grown this many events past it."""
+GROWTH = 4
+"""A body larger than this many times the log bytes it covers (and `_SLACK`) is neither
+written nor read: msgpack of the events takes about as many bytes as their lines."""
+_SLACK = 1 << 16
+_PERSON_LOG = b"trove log"
+_PERSON_BODY = b"trove replay"
+_PERSON_SEAL = b"trove seal"
 
 _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(list[KnownEvent])
 
 
 class Snapshot(Struct, frozen=True, gc=False):
-    """The events of the log's first `covered` bytes."""
+    """The events of the log's first `covered` bytes (checked against them)."""
 
     events: list[LogEvent]
     covered: int
-    crc: int
-    """The CRC-32 of those bytes of the log: checked against the log before use."""
 
 
 def path_for(log_path: Path) -> Path:
     return log_path.with_name(log_path.name + SUFFIX)
 
 
-def load(log_path: Path) -> Snapshot | None:
-    """The snapshot beside the log, if its body is whole (None otherwise; never raises).
+def max_body(covered: int) -> int:
+    """The largest body a snapshot of `covered` log bytes may have (see `GROWTH`)."""
+    return GROWTH * covered + _SLACK
 
-    Whether the log still begins with the bytes it covers is the reader's to check
-    (`crc_of_prefix`), as it reads the log. The file is mapped, not read: a copy of
-    tens of MB on the heap would leave its pages behind in a process whose other
-    threads allocate meanwhile."""
+
+def load(log_path: Path, log: IO[bytes]) -> Snapshot | None:
+    """The snapshot beside the log, when it stands for the first bytes of `log` (the log's
+    file, open for reading); None otherwise. Never raises.
+
+    Both files are mapped, not read: a copy of tens of MB on the heap would leave
+    its pages behind in a process whose other threads allocate meanwhile.
+    """
     try:
-        with path_for(log_path).open("rb") as fh, _mapped(fh) as data:
-            return _decode(data)
+        log_size = os.fstat(log.fileno()).st_size
+        bound = len(MAGIC) + _HEADER.size + max_body(log_size)
+        with open_derived(path_for(log_path), bound) as fh, _mapped(fh) as data:
+            return _verified(data, log, log_size)
     except (OSError, ValueError):
         return None
 
 
-def _decode(data: mmap.mmap) -> Snapshot | None:
+def _verified(data: mmap.mmap, log: IO[bytes], log_size: int) -> Snapshot | None:
+    """The events of the mapped snapshot `data` when its seal holds over `log`'s bytes."""
     start = len(MAGIC) + _HEADER.size
     if len(data) < start or data[: len(MAGIC)] != MAGIC:
         return None
-    covered, crc, count, body_crc = _HEADER.unpack_from(data, len(MAGIC))
-    with memoryview(data) as view:
+    covered, count, seal = _HEADER.unpack_from(data, len(MAGIC))
+    body_size = len(data) - start
+    if not 0 < covered <= log_size or body_size > max_body(covered) or count > body_size:
+        return None
+    # The log is never cut below what a snapshot covers (a torn tail is cut, and it lies
+    # after those bytes), so its mapped prefix cannot fault.
+    with _mapped(log, covered) as prefix, memoryview(prefix) as logged, memoryview(data) as view:
         body = view[start:]
         try:
-            if zlib.crc32(body) != body_crc:
-                return None
+            log_digest = _Digest(logged, _PERSON_LOG)
+            body_digest = _Digest(body, _PERSON_BODY)
             try:
-                events = cast(list[LogEvent], _DECODER.decode(body))
-            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-                return None
+                events = _decode(body)
+            finally:
+                digests = log_digest.result(), body_digest.result()
         finally:
             body.release()
-    if len(events) != count or not in_order(events):
+    if _seal(covered, count, *digests) != seal:
         return None
-    return Snapshot(events, covered, crc)
+    if events is None or len(events) != count or not in_order(events):
+        return None
+    return Snapshot(events, covered)
+
+
+def _decode(body: memoryview) -> list[LogEvent] | None:
+    try:
+        return cast(list[LogEvent], _DECODER.decode(body))
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+
+
+def _digest(data: bytes | memoryview | mmap.mmap, person: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=32, person=person).digest()
+
+
+def _seal(covered: int, count: int, log_digest: bytes, body_digest: bytes) -> bytes:
+    """What binds the body to the log bytes it stands for (the header's last field)."""
+    header = struct.pack("<QQ", covered, count)
+    return _digest(header + log_digest + body_digest, _PERSON_SEAL)
+
+
+class _Digest:
+    """A digest made on a thread of its own (hashlib lets go of the interpreter lock while
+    it hashes a large buffer), so the two digests and the decode run side by side."""
+
+    def __init__(self, data: memoryview, person: bytes) -> None:
+        self._value = b""
+        self._thread = threading.Thread(
+            target=self._run, args=(data, person), name="trove-replay-digest", daemon=True
+        )
+        try:
+            self._thread.start()
+        except RuntimeError:  # no thread to be had: made here instead
+            self._thread = threading.Thread()
+            self._run(data, person)
+
+    def _run(self, data: memoryview, person: bytes) -> None:
+        self._value = _digest(data, person)
+
+    def result(self) -> bytes:
+        """The digest, once made (empty if making it failed: no seal matches it)."""
+        if self._thread.ident is not None:
+            self._thread.join()
+        return self._value
 
 
 @contextlib.contextmanager
@@ -101,23 +175,6 @@ def _mapped(fh: IO[bytes], length: int = 0) -> Iterator[mmap.mmap]:
     """The file (its first `length` bytes; 0: all of it) mapped read-only."""
     with mmap.mmap(fh.fileno(), length, access=mmap.ACCESS_READ) as data:
         yield data
-
-
-def crc_of_prefix(fh: IO[bytes], size: int) -> int | None:
-    """The CRC-32 of the file's first `size` bytes (None: the file is shorter), mapped
-    rather than read (see `load`). Leaves `fh` just after them.
-
-    A mapped file cut short under the mapping would fault; Trove never cuts a log
-    below what a snapshot covers (a torn tail is cut, and it lies after those bytes;
-    a quarantine that cuts below removes the snapshot first: `discard_beyond`)."""
-    if os.fstat(fh.fileno()).st_size < size:
-        return None
-    if size == 0:
-        return 0
-    with _mapped(fh, size) as data:
-        crc = zlib.crc32(data)
-    fh.seek(size)
-    return crc
 
 
 def discard_beyond(log_path: Path, size: int) -> None:
@@ -150,30 +207,27 @@ def write(log_path: Path, events: list[LogEvent], covered: int) -> bool:
 
     False when nothing was written: an event of a kind this code does not know
     (it could not be read back typed), or the log's file no longer holds those
-    bytes, or a failure to write, which leaves the old snapshot or none: it only
-    ever saves time."""
-    if UnknownEvent in set(map(type, events)):
+    bytes, a body past `max_body`, or a failure to write, which leaves the old
+    snapshot or none: it only ever saves time."""
+    if covered <= 0 or UnknownEvent in set(map(type, events)):
         return False
     try:
         with log_path.open("rb") as fh:
-            crc = crc_of_prefix(fh, covered)
-    except OSError:
-        return False
-    if crc is None:
+            if os.fstat(fh.fileno()).st_size < covered:
+                return False
+            with _mapped(fh, covered) as prefix:
+                log_digest = _digest(prefix, _PERSON_LOG)
+    except (OSError, ValueError):
         return False
     body = _ENCODER.encode(events)
-    header = MAGIC + _HEADER.pack(covered, crc, len(events), zlib.crc32(body))
+    if len(body) > max_body(covered):
+        return False
+    seal = _seal(covered, len(events), log_digest, _digest(body, _PERSON_BODY))
     target = path_for(log_path)
     # One name: only the thread's writer (it holds the lock) writes a snapshot, and a copy
     # a kill left half written (tens of MB) is overwritten by the next, not left behind.
-    temporary = target.with_name(f".{target.name}.tmp")
-    try:
-        with os.fdopen(open_private(temporary, os.O_WRONLY | os.O_TRUNC), "wb") as out:
-            out.write(header)
-            out.write(body)
-        os.replace(temporary, target)
-    except OSError:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
-        return False
-    return True
+    return write_derived(
+        target,
+        [MAGIC + _HEADER.pack(covered, len(events), seal), body],
+        temporary=target.with_name(f".{target.name}.tmp"),
+    )

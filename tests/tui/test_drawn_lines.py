@@ -10,8 +10,11 @@ used: the reply renders as it always did.
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 
+import pytest
 from rich.segment import Segment
 from rich.style import Style
 
@@ -193,3 +196,54 @@ async def test_every_reply_the_next_open_builds_first_is_kept(app_factory, serve
         assert len(replies) == 6
         assert not any(_parsed(reply) for reply in replies)
         await pilot.press("ctrl+q")
+
+
+def _load_within(thread_dir: Path, seconds: float = 10) -> dict[int, drawn_lines.DrawnReply]:
+    """`drawn_lines.load` on a thread of its own, waited on for a bounded time: an open
+    that blocks (on a FIFO) is released by opening the FIFO's other end, and fails."""
+    found: list[dict[int, drawn_lines.DrawnReply]] = []
+    reading = threading.Thread(target=lambda: found.append(drawn_lines.load(thread_dir)))
+    reading.start()
+    reading.join(seconds)
+    if reading.is_alive():
+        os.close(os.open(thread_dir / drawn_lines.FILE_NAME, os.O_WRONLY | os.O_NONBLOCK))
+        reading.join()
+        pytest.fail("reading the kept lines waited on a FIFO")
+    return found[0]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link to /dev/zero", "huge", "garbled"])
+async def test_kept_lines_that_are_not_a_file_of_ours_are_never_waited_on(
+    app_factory, server, tmp_path, kind
+):
+    """Issue 30 point 3: a FIFO in the file's place is not waited on, a link is not
+    followed, a huge file is not read; the replies render from the log, and the quit
+    keeps their lines again in a file of its own."""
+    path = _kept_file(tmp_path / "home")
+    await _chat_and_quit(app_factory, server)
+    path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "link to /dev/zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "huge":
+        path.write_bytes(b"{")
+        os.truncate(path, 2 << 30)
+    else:
+        path.write_bytes(b'{"format": 1, "renderer": "\xff\xfe", "replies": [[[[')
+    assert _load_within(path.parent) == {}
+    _, parsed = await _reopen(app_factory)
+    assert parsed == [True, True]
+    assert path.is_file() and not path.is_symlink()
+    assert len(drawn_lines.load(path.parent)) == 2
+
+
+def test_a_link_in_place_of_the_temporary_copy_is_never_written_through(tmp_path):
+    """The temporary copy has one known name: a link put there is replaced, not opened."""
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    (tmp_path / f".{drawn_lines.FILE_NAME}.tmp").symlink_to(victim)
+    reply = drawn_lines.DrawnReply(1, drawn_lines.digest("word"), 5, "k", [[("word", None)]])
+    drawn_lines.save(tmp_path, [reply])
+    assert victim.read_bytes() == b"precious"
+    assert list(drawn_lines.load(tmp_path)) == [1]
