@@ -172,7 +172,7 @@ def test_max_batches_evicts_oldest_and_ids_are_never_reused(path: Path) -> None:
 def test_duplicate_capture_is_idempotent_and_protected(path: Path) -> None:
     store = ArchiveStore(path, cfg())
     first = store.capture(7, [rec(1, "one")])
-    again = store.capture(7, [rec(1, "one"), rec(2, "two")])
+    again = store.capture(7, [rec(1, "one")])
     assert again.batch_id == first.batch_id and again.duplicate and again.records == 1
     store.capture(8, [rec(3, "three")])
     store.capture(9, [rec(4, "four")])
@@ -185,6 +185,26 @@ def test_duplicate_capture_is_idempotent_and_protected(path: Path) -> None:
     assert lowered.capture(10, [rec(5, "five")]).batch_id == 4
     assert [b.id for b in lowered.batches()] == [4]
     lowered.close()
+
+
+def test_a_key_reused_with_other_records_gets_a_batch_of_its_own(path: Path) -> None:
+    """A compaction in a part of the log that was set aside (a quarantine) left a batch
+    under its start seq; the log hands that seq out again, to a new compaction. Its
+    capture is not that batch's duplicate: its own originals are archived and found,
+    and the old batch is kept, under a key no compaction has."""
+    store = ArchiveStore(path, cfg())
+    old = store.capture(7, [rec(3, "the set aside ALPHA-1")])
+    new = store.capture(7, [rec(3, "the new BRAVO-2"), rec(4, "and more")])
+    assert not new.duplicate and new.batch_id != old.batch_id and new.records == 2
+    assert [h.source.text for h in store.search("BRAVO-2", batch_ids=[new.batch_id])] == [
+        "the new BRAVO-2"
+    ]
+    keys = {b.id: b.batch_key for b in store.batches()}
+    assert keys == {old.batch_id: -old.batch_id, new.batch_id: 7}
+    assert store.read(rec(3, "the set aside ALPHA-1").source_id, [old.batch_id]) is not None
+    again = store.capture(7, [rec(3, "the new BRAVO-2"), rec(4, "and more")])
+    assert again.duplicate and again.batch_id == new.batch_id
+    store.close()
 
 
 def test_page_ceiling_evicts_oldest_batches_to_make_room(path: Path) -> None:
@@ -294,9 +314,14 @@ def test_competing_captures_serialize(path: Path) -> None:
     [kept] = stores[0].batches()
     assert kept.id == max(r.batch_id for r in results.values())
 
-    # the same batch key from both threads: one batch, the same id for both
+    # the same compaction from both threads: one batch, the same id for both
     results.clear()
-    threads = [threading.Thread(target=run, args=(n, 99)) for n in range(2)]
+
+    def same(n: int) -> None:
+        barrier.wait()
+        results[n] = stores[n].capture(99, [rec(i, f"same {i}") for i in range(50)])
+
+    threads = [threading.Thread(target=same, args=(n,)) for n in range(2)]
     for t in threads:
         t.start()
     for t in threads:

@@ -176,3 +176,59 @@ def test_doctor_usage_errors_exit_2_in_one_line(env: Env) -> None:
         result = trove(*env.common, *args)
         assert result.returncode == 2, (args, result.stderr)
         assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+async def test_a_compaction_reusing_a_quarantined_compactions_seq_archives_its_own(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    """The known gap of issue 30: archive batches are keyed by their `compact/start` seq.
+    A compaction in the part of the log a quarantine set aside left its batch behind;
+    the log then hands the same seq to a new compaction, whose capture used to come
+    back as that old batch's "duplicate": the new originals were never archived, and
+    a fact that left the context with them could not be found (status `available`)."""
+    from engine.config import load_config
+    from engine.continuity.cli import cli_search
+    from engine.runtime import Runtime
+    from tests.support import client_for
+
+    config_path = tmp_path / "config.yaml"
+    config_path.write_text(
+        f"model:\n  base_url: {server.base_url}\n  api_key: k\n  max_retries: 0\n"
+        "compaction:\n  auto: false\n  keep_recent_tokens: 0\n"
+    )
+    config = load_config(config_path, home=tmp_path)
+    Thread.create(tmp_path, "local", TID).close()
+    server.script(s.text("noted one"), s.text("noted two"), s.text("A summary, no codes."))
+    rt = Runtime.open(config, tmp_path, thread_id=TID, model=client_for(server))
+    for text in ("the first code is ALPHA-1111", "the second code is ALPHA-2222"):
+        rt.driver.send(text)
+        await rt.driver.when_idle()
+    second = of_kind(rt.thread.log.events, ev.InboxQueued)[1].seq
+    for _ in range(3):  # room for the seam the reopen logs, so the seqs can meet again
+        rt.driver.inject("padding")
+    assert (await rt.commands.run("/compact")).ok
+    old_start = of_kind(rt.thread.log.events, ev.CompactStart)[0].seq
+    path = rt.thread.log.path
+    await rt.aclose()
+
+    # The second prompt's line is damaged: it and the compaction after it are set aside.
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[second - 1] = b"not json\n"
+    path.write_bytes(b"".join(lines))
+
+    server.script(s.text("noted three"), s.text("Another summary, no codes."))
+    rt = Runtime.open(config, tmp_path, thread_id=TID, model=client_for(server))
+    log = rt.thread.log
+    assert rt.notices and "quarantine" in rt.notices[0]
+    rt.driver.send("the new code is BRAVO-3333")
+    await rt.driver.when_idle()
+    while log.next_seq < old_start - 1:  # /compact logs command/run, then compact/start
+        rt.driver.inject("padding")
+    assert (await rt.commands.run("/compact")).ok
+    assert of_kind(log.events, ev.CompactStart)[-1].seq == old_start, "the seq is reused"
+    await rt.aclose()
+
+    for code in ("ALPHA-1111", "BRAVO-3333"):
+        found = cli_search(tmp_path, "local", TID, code)
+        assert found["status"] == "available", found
+        assert any(code in hit["excerpt"] for hit in found["results"]), (code, found)

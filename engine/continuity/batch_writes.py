@@ -83,15 +83,22 @@ def write_batch(
 ) -> tuple[CaptureResult, list[int]]:
     """Inside the caller's transaction: the batch this key already made, or a new one.
 
-    A duplicate is protected from the retention pass that runs for it. Also
-    returns the hashes of the new batch's tokens (none for a duplicate), which
-    its term filter and the archive's (archive_terms.py) are built from.
+    A duplicate is the batch this key made holding exactly these records (their
+    source ids, in order), and is protected from the retention pass that runs
+    for it. A batch under the key with other records is another compaction's:
+    one from a part of the log that was since set aside (a quarantine), whose
+    seqs the log then handed out again. It is set aside in turn (`set_aside`:
+    still stored, under a key no compaction has) and the new one is written.
+    Also returns the hashes of the new batch's tokens (none for a duplicate),
+    which its term filter and the archive's (archive_terms.py) are built from.
     """
     done = existing(conn, batch_key)
     limits = {"max_batches": max_batches, "max_page_count": max_page_count}
     if done is not None:
-        retain(conn, keep=done.batch_id, room_for=0, need_bytes=0, **limits)
-        return done, []
+        if stored_ids(conn, done.batch_id) == [s.source_id for s in batch.sources]:
+            retain(conn, keep=done.batch_id, room_for=0, need_bytes=0, **limits)
+            return done, []
+        set_aside(conn, done.batch_id)
     retain(conn, keep=None, room_for=1, need_bytes=batch.need_bytes, **limits)
     batch_id = insert_batch(
         conn,
@@ -130,6 +137,20 @@ def existing(conn: sqlite3.Connection, batch_key: int) -> CaptureResult | None:
         "SELECT id, records, omitted, truncated FROM batches WHERE batch_key = ?", (batch_key,)
     ).fetchone()
     return None if row is None else CaptureResult(row[0], row[1], row[2], row[3], duplicate=True)
+
+
+def stored_ids(conn: sqlite3.Connection, batch_id: int) -> list[object]:
+    """The source ids a stored batch holds, in capture order (as SQLite gives them)."""
+    rows = conn.execute("SELECT source_id FROM sources WHERE batch_id = ? ORDER BY id", (batch_id,))
+    return [row[0] for row in rows]
+
+
+def set_aside(conn: sqlite3.Connection, batch_id: int) -> None:
+    """Move a batch off its key, to `-batch_id` (no compaction's: their keys are log
+    seqs, from 1), so the key can name a new batch. It is kept and read like any other
+    batch, but no reference on the log reaches it: only what the log still references
+    is ever searched. Retention evicts it in its turn."""
+    conn.execute("UPDATE batches SET batch_key = ? WHERE id = ?", (-batch_id, batch_id))
 
 
 def retain(

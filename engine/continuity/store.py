@@ -216,9 +216,11 @@ class ArchiveStore:
     def capture(self, batch_key: int, records: Iterable[Source]) -> CaptureResult:
         """Archive one batch (the sources one compaction removed), idempotently.
 
-        The same `batch_key` (the compaction's identity) returns the batch it
-        already made, and protects it from the retention pass that runs for
-        the duplicate. When there are more records than
+        The same `batch_key` (the compaction's identity) with the same records
+        returns the batch it already made, and protects it from the retention
+        pass that runs for the duplicate; other records under a key in use are
+        another compaction's, and get a batch of their own (see
+        `batch_writes.write_batch`). When there are more records than
         `max_records_per_batch`, the newest are kept (see `batch_writes.prepare`).
         """
         if isinstance(batch_key, bool) or not isinstance(batch_key, int):
