@@ -18,7 +18,13 @@ from engine.driver import DriverClosedError
 from engine.export import export_thread
 from engine.rewind import RewindPoint, RewindRefused, choose, points, rewind
 from engine.safe_text import safe_text
-from engine.session import LOG_NAME, ThreadNotFoundError, fork_thread, list_threads, thread_dir
+from engine.session import (
+    ThreadNotFoundError,
+    fork_thread,
+    has_log,
+    list_threads,
+    thread_dir,
+)
 
 if TYPE_CHECKING:
     from engine.runtime import Runtime
@@ -71,7 +77,7 @@ def register_builtins(runtime: Runtime, front: FrontEnd | None) -> None:
             if front is None:
                 raise CommandError("switching threads needs a front end")
             try:
-                exists = (thread_dir(home, user, args) / LOG_NAME).is_file()
+                exists = has_log(thread_dir(home, user, args))
             except ThreadNotFoundError as exc:
                 raise CommandError(str(exc)) from exc
             if not exists:

@@ -18,12 +18,15 @@ and `history search` report).
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from engine.log import SessionLog, read_events, snapshot
-from engine.session import LOG_NAME, ThreadNotFoundError, thread_dir
+from engine.log.log_file import open_log
+from engine.session import LOG_NAME, ThreadNotFoundError, has_log, thread_dir
 from engine.thread_lock import ThreadLock, ThreadLockedError
 
 Status = Literal["healthy", "repaired", "damaged"]
@@ -83,7 +86,7 @@ def _log_findings(log_path: Path, *, held: bool) -> list[Finding]:
     found: list[Finding] = []
     damage = loaded.damage
     if damage is not None:
-        rest = log_path.stat().st_size - loaded.good_bytes
+        rest = _size(log_path) - loaded.good_bytes
         count = len(loaded.events)
         found.append(
             Finding(
@@ -100,13 +103,19 @@ def _log_findings(log_path: Path, *, held: bool) -> list[Finding]:
     return found
 
 
+def _size(path: Path) -> int:
+    """The size of a regular file (0 for anything else under the name: nothing to read)."""
+    info = os.lstat(path)
+    return info.st_size if stat.S_ISREG(info.st_mode) else 0
+
+
 def _snapshot_finding(log_path: Path) -> Finding | None:
     """A replay snapshot that is not used: damaged, or about bytes the log does not hold."""
     kept = snapshot.path_for(log_path)
     if not kept.exists():
         return None
     try:
-        with log_path.open("rb") as fh:
+        with open_log(log_path) as fh:
             loaded = snapshot.load(log_path, fh)
     except OSError:
         loaded = None
@@ -128,7 +137,7 @@ def examine(home: Path, user_id: str, thread_id: str) -> Checkup:
     """
     directory = thread_dir(home, user_id, thread_id)
     log_path = directory / LOG_NAME
-    if not log_path.is_file():
+    if not has_log(directory):
         raise ThreadNotFoundError(f"no thread {thread_id!r} for user {user_id!r}")
     checkup = Checkup(thread_id)
     lock: ThreadLock | None = None
@@ -143,7 +152,7 @@ def examine(home: Path, user_id: str, thread_id: str) -> Checkup:
             log = SessionLog.open(log_path)  # the writer's open is the repair
             log.close()
             if log.set_aside is not None:
-                moved = log.set_aside.stat().st_size
+                moved = _size(log.set_aside)
                 for finding in log_findings:
                     finding.repaired = f"moved {moved} bytes to {log.set_aside.name}"
         checkup.findings.extend(log_findings)

@@ -28,6 +28,7 @@ from engine.events import (
 )
 from engine.log import LogCorruptError, SessionLog, parse_line, read_events
 from engine.log.line import current_line
+from engine.log.log_file import open_log
 from engine.private import private_dir
 from engine.safe_text import safe_text
 from engine.thread_lock import ThreadLock
@@ -48,6 +49,13 @@ def thread_dir(home: Path, user_id: str, thread_id: str) -> Path:
     if not THREAD_ID.fullmatch(thread_id) or thread_id in (".", ".."):
         raise ThreadNotFoundError(f"invalid thread id {thread_id!r}")
     return user_dir(home, user_id) / "threads" / thread_id
+
+
+def has_log(directory: Path) -> bool:
+    """Whether the thread's directory has its log: anything under the log's name counts
+    (a FIFO, a link: the readers report it, the writer's open moves it aside), so a
+    thread whose log was damaged that way is still found, not taken for none."""
+    return os.path.lexists(directory / LOG_NAME)
 
 
 def new_thread_id(now: datetime | None = None) -> str:
@@ -80,7 +88,7 @@ def _title(path: Path) -> str:
     terminal-safe here, once, for every list.
     """
     try:
-        with path.open("rb") as fh:
+        with open_log(path) as fh:
             head = [line for _, line in zip(range(200), fh, strict=False)]
     except OSError:
         return "(unreadable)"
@@ -132,12 +140,20 @@ def list_threads(home: Path, user_id: str, *, verify: bool = False) -> list[Thre
         return found
     for child in root.iterdir():
         log_path = child / LOG_NAME
-        if child.is_dir() and log_path.is_file():
-            modified = datetime.fromtimestamp(log_path.stat().st_mtime, UTC)
+        if child.is_dir() and has_log(child):
+            modified = datetime.fromtimestamp(_mtime(log_path), UTC)
             info = ThreadInfo(child.name, child, modified, _title(log_path))
             found.append(_verified(home, user_id, info) if verify else info)
     found.sort(key=lambda info: (info.modified, info.id), reverse=True)
     return found
+
+
+def _mtime(path: Path) -> float:
+    """When the log was last written (a link to nowhere: when the link was made)."""
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return path.lstat().st_mtime
 
 
 def latest_thread(home: Path, user_id: str) -> str | None:
@@ -157,7 +173,7 @@ def _has_history(path: Path) -> bool:
     """Any prompt in the log, sent or kept unsent (a draft with text), read line by line
     (a title is only the first 200 lines)."""
     try:
-        with path.open("rb") as fh:
+        with open_log(path) as fh:
             return any(
                 line.startswith(_PROMPT_KINDS)
                 or (line.startswith(_DRAFT_KIND) and b'"text"' in line)
@@ -254,7 +270,7 @@ class Thread(Struct):
         can still be running it.
         """
         directory = thread_dir(home, user_id, thread_id)
-        if not (directory / LOG_NAME).is_file():
+        if not has_log(directory):
             raise ThreadNotFoundError(f"no thread {thread_id!r} for user {user_id!r}")
         private_dir(directory, base=home)  # data an older version left readable
         lock = ThreadLock.acquire(directory, thread_id)
@@ -271,7 +287,7 @@ class Thread(Struct):
     def view(cls, home: Path, user_id: str, thread_id: str, reason: str) -> Thread:
         """Open a thread another process writes: read it, never write it."""
         directory = thread_dir(home, user_id, thread_id)
-        if not (directory / LOG_NAME).is_file():
+        if not has_log(directory):
             raise ThreadNotFoundError(f"no thread {thread_id!r} for user {user_id!r}")
         log = SessionLog.open(directory / LOG_NAME, read_only=reason)
         return cls(home, user_id, thread_id, directory, log, True, None)

@@ -53,6 +53,7 @@ from engine.events import (
 )
 from engine.log import LoadResult, read_events
 from engine.log.line import current_line
+from engine.log.log_file import open_log
 from engine.private import read_derived, write_derived
 from engine.safe_text import safe_text
 from engine.session import LOG_NAME, ThreadNotFoundError, thread_dir
@@ -200,7 +201,7 @@ def log_key(log_path: Path, scope: str) -> Key:
     set back; the digest of the ends catches one within a tick of the clock the
     file system stamps with (a coarse one), at least where the title is.
     """
-    with open(log_path, "rb") as fh:
+    with open_log(log_path) as fh:
         stat = os.fstat(fh.fileno())
         head = fh.read(min(stat.st_size, EDGE_BYTES))
         fh.seek(max(0, stat.st_size - EDGE_BYTES))

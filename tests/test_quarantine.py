@@ -12,6 +12,7 @@ the next seq; `trove doctor THREAD` reports and repairs.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from engine import events as ev
@@ -232,3 +233,17 @@ async def test_a_compaction_reusing_a_quarantined_compactions_seq_archives_its_o
         found = cli_search(tmp_path, "local", TID, code)
         assert found["status"] == "available", found
         assert any(code in hit["excerpt"] for hit in found["results"]), (code, found)
+
+
+def test_a_repair_does_not_wait_on_a_fifo_where_the_snapshot_was(env: Env) -> None:
+    """The writer's repair removes a replay snapshot covering bytes it sets aside; it used
+    to open whatever was under the snapshot's name to read its header, and a FIFO there
+    (no writer ever comes) hung `trove doctor` and the thread's open for good."""
+    path, damaged, good = _two_writers(env.home)
+    fifo = snapshot.path_for(path)
+    os.mkfifo(fifo)
+    result = trove(*env.common, "doctor", TID, timeout=20)
+    assert result.returncode == 0, result.stderr
+    assert not fifo.exists(), "not the log's snapshot: removed like a damaged one"
+    (kept,) = _quarantines(path.parent)
+    assert kept.read_bytes() == damaged[good:] and path.read_bytes() == damaged[:good]

@@ -37,7 +37,7 @@ from engine.continuity.search import HistoryView
 from engine.continuity.status import STATUS_DETAIL, scope_binding
 from engine.continuity.store import ArchiveError, ArchiveStore, archive_path
 from engine.continuity.tools import search_result
-from engine.session import LOG_NAME, ThreadNotFoundError, thread_dir, user_dir
+from engine.session import LOG_NAME, ThreadNotFoundError, has_log, thread_dir, user_dir
 from engine.thread_summary import ThreadSummary, summarize
 
 MAX_THREADS = 10
@@ -52,7 +52,7 @@ def thread_ids(home: Path, user_id: str) -> list[str]:
         children = list(root.iterdir())
     except OSError:
         return []
-    return sorted(c.name for c in children if (c / LOG_NAME).is_file())
+    return sorted(c.name for c in children if has_log(c))
 
 
 @dataclass

@@ -25,7 +25,7 @@ from engine.continuity.store import ArchiveStore, archive_path
 from engine.continuity.tools import read_result, search_result
 from engine.log import read_events
 from engine.log.line import current_line
-from engine.session import LOG_NAME, ThreadNotFoundError, thread_dir
+from engine.session import LOG_NAME, ThreadNotFoundError, has_log, thread_dir
 from engine.surface import Surface
 
 Report = Callable[[str], None]
@@ -44,7 +44,7 @@ def thread_snapshot(
     told why), with its archive opened read-only."""
     directory = thread_dir(home, user_id, thread_id)
     log_path = directory / LOG_NAME
-    if not log_path.is_file():
+    if not has_log(directory):
         raise ThreadNotFoundError(f"no thread {thread_id!r} for user {user_id!r}")
     loaded = read_events(log_path)
     if loaded.damage is not None and report is not None:

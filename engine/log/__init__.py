@@ -9,12 +9,14 @@ log's consistent prefix: every line up to the first bad one, which is named
 `file:line`), and an append takes a typed payload and stamps it.
 
 Rooms: `line_codec` (one line to one event and back; `LogCorruptError`),
-`replay` (a whole file read back, the torn tail and the first bad line
-found), `snapshot` (a long log's events kept as msgpack beside it, used only
-while the log still begins with the bytes they came from), `brackets`
-(`TailState`: the open turn, the open compaction, the end-seed) and
-`session_log` (`SessionLog`, appending; `LogWriteError`; the writer's
-quarantine of a bad line and what follows it). Import from `engine.log`; the
+`log_file` (the file as found: only a regular file is opened, read up to its
+first hole, copied hole for hole), `replay` (a whole file read back, the torn
+tail and the first bad line found), `snapshot` (a long log's events kept as
+msgpack beside it, used only while the log still begins with the bytes they
+came from), `brackets` (`TailState`: the open turn, the open compaction, the
+end-seed) and `session_log` (`SessionLog`, appending; `LogWriteError`; the
+writer's quarantine of a bad line and what follows it, and its check that the
+file it appends to is still the log). Import from `engine.log`; the
 rooms are its implementation.
 """
 

@@ -4,8 +4,11 @@ A torn last line (no trailing newline: a crash cut the write short) is
 reported, not raised. Any other bad line (one that does not decode, has the
 wrong shape, or breaks the seq order 1, 2, 3 …) ends what loads: the events
 before it, the log's consistent prefix, are returned with the bad line named
-(`LoadResult.damage`, `file:line`). Reading never changes the file; moving
-the rest aside is the writer's (`SessionLog.open`).
+(`LoadResult.damage`, `file:line`). So does a hole (a file extended past its
+data: only zeros there, which no line holds), where reading stops, and so
+does something other than a regular file under the log's name (nothing of it
+is read: engine.log.log_file). Reading never changes the file; moving the
+rest aside is the writer's (`SessionLog.open`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from engine.collector import paused_gc
 from engine.events import LogEvent
 from engine.log import snapshot
 from engine.log.line_codec import LogCorruptError, decode_lines, parse_line
+from engine.log.log_file import NotRegularError, open_log, read_to_hole
 
 
 class LoadResult(Struct):
@@ -35,6 +39,9 @@ class LoadResult(Struct):
     """How many of the events the snapshot gave (0: every line was decoded)."""
     damage: LogCorruptError | None = None
     """The first bad line (not a torn tail), which ends the prefix; None: none."""
+    not_regular: str | None = None
+    """What lies under the log's name when it is not a regular file (`damage` says so at
+    line 1, nothing is loaded); the writer moves it aside whole."""
 
 
 def read_events(path: Path) -> LoadResult:
@@ -49,7 +56,11 @@ def read_events(path: Path) -> LoadResult:
         resumed = _read_after_snapshot(path)
         if resumed is not None:
             return resumed
-        return _read_events(path)
+        try:
+            return _read_events(path)
+        except NotRegularError as exc:
+            damage = LogCorruptError(path, 1, exc.strerror or "not a regular file")
+            return LoadResult([], None, 0, damage=damage, not_regular=exc.what)
 
 
 def _read_after_snapshot(path: Path) -> LoadResult | None:
@@ -58,14 +69,15 @@ def _read_after_snapshot(path: Path) -> LoadResult | None:
     plain event in order: the whole file is read the careful way, which keeps an
     unknown kind or finds where the consistent prefix ends)."""
     try:
-        with path.open("rb") as fh:
+        with open_log(path) as fh:
             kept = snapshot.load(path, fh)
             if kept is None:
                 return None
-            fh.seek(kept.covered)
-            data = fh.read()
+            data, size = read_to_hole(fh, kept.covered)
     except OSError:
         return None
+    if kept.covered + len(data) < size:
+        return None  # a hole: the careful read says where what loads ends
     before = len(kept.events)
     lines, torn, cut = _lines(path, data, before)
     parsed = decode_lines(lines, first_seq=before + 1)
@@ -101,14 +113,29 @@ def _lines(path: Path, data: bytes, before: int) -> tuple[Iterator[bytes], str |
 
 
 def _read_events(path: Path) -> LoadResult:
-    data = path.read_bytes() if path.exists() else b""
+    try:
+        with open_log(path) as fh:
+            data, size = read_to_hole(fh, 0)
+    except FileNotFoundError:
+        data, size = b"", 0
     lines, torn, cut = _lines(path, data, 0)
     parsed = decode_lines(lines)
-    if parsed is not None:
+    if parsed is not None and len(data) == size:
         return LoadResult(parsed, torn, cut)
-    events, good, damage = _careful(path, data, cut)
-    if damage is not None:
-        return LoadResult(events, None, good, damage=damage)
+    if parsed is None:
+        events, good, damage = _careful(path, data, cut)
+        if damage is not None:
+            return LoadResult(events, None, good, damage=damage)
+    else:
+        events = parsed
+    if len(data) < size:  # the line after the last whole one runs into a hole
+        hole = LogCorruptError(
+            path,
+            len(events) + 1,
+            f"a hole of zero bytes where a line should be ({size - cut:,} bytes from here "
+            "to the end of the file)",
+        )
+        return LoadResult(events, None, cut, damage=hole)
     return LoadResult(events, torn, cut)
 
 

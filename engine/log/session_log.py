@@ -23,6 +23,7 @@ from engine.log import control, snapshot
 from engine.log.brackets import TailState
 from engine.log.line import current_line
 from engine.log.line_codec import encode_line
+from engine.log.log_file import copy_range, open_log
 from engine.log.replay import read_events
 from engine.private import open_private, private_dir
 
@@ -84,26 +85,48 @@ def quarantine(path: Path, keep_from: int, moment: datetime) -> tuple[Path, int]
     Only the writer (it holds the thread's lock) may. The copy is on disk (fsync, and
     its name) before the log is cut, so a crash between the two leaves the bytes in
     both places, never in neither; a replay snapshot covering more than what stays is
-    removed before the cut (`snapshot.discard_beyond`).
+    removed before the cut (`snapshot.discard_beyond`). The bytes are copied a chunk at
+    a time and a hole stays a hole (a log extended by gigabytes of zeros costs no disk
+    to set aside).
     """
-    with path.open("r+b") as log:
-        log.seek(keep_from)
-        rest = log.read()
+    with open_log(path, writable=True) as log:
+        size = os.fstat(log.fileno()).st_size
         keep, fd = _quarantine_file(path, moment)
         try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(rest)
-                out.flush()
-                os.fsync(out.fileno())
+            copy_range(log.fileno(), fd, keep_from, size)
+            os.fsync(fd)
         except BaseException:
+            os.close(fd)
             keep.unlink(missing_ok=True)  # the log is untouched: nothing was set aside
             raise
+        os.close(fd)
         _fsync_directory(path.parent)
         snapshot.discard_beyond(path, keep_from)
         log.truncate(keep_from)
         log.flush()
         os.fsync(log.fileno())
-    return keep, len(rest)
+    return keep, size - keep_from
+
+
+def _free_name(path: Path, moment: datetime) -> Path:
+    """A quarantine name beside the log that nothing has yet."""
+    stamp = moment.strftime("%Y%m%dT%H%M%SZ")
+    attempt = 1
+    while True:
+        suffix = "" if attempt == 1 else f".{attempt}"
+        keep = path.with_name(f"{path.name}.quarantine-{stamp}{suffix}")
+        if not os.path.lexists(keep):
+            return keep
+        attempt += 1
+
+
+def move_aside(path: Path, moment: datetime) -> Path:
+    """Give whatever lies under the log's name (a FIFO, a link to a device, a file that
+    is not this log) a quarantine name, as it is: nothing of it is read or removed."""
+    keep = _free_name(path, moment)
+    os.rename(path, keep)
+    _fsync_directory(path.parent)
+    return keep
 
 
 class LogWriteError(OSError):
@@ -235,7 +258,14 @@ class SessionLog:
         count = len(loaded.events)
         if read_only is None:
             private_dir(path.parent)
-            if loaded.damage is not None:
+            if loaded.not_regular is not None:
+                keep = move_aside(path, log.clock())
+                log.set_aside = keep
+                log.damage_report = (
+                    f"{loaded.damage}: nothing of it could be read; moved it to {keep.name} "
+                    "and began the log again"
+                )
+            elif loaded.damage is not None:
                 keep, size = quarantine(path, loaded.good_bytes, log.clock())
                 log.set_aside = keep
                 log.damage_report = (
@@ -243,11 +273,15 @@ class SessionLog:
                     f"line and the rest of the log ({size} bytes) to {keep.name}"
                 )
             elif loaded.torn is not None:
-                raw = path.read_bytes()[loaded.good_bytes :]
                 keep = _torn_copy(path, len(loaded.events) + 1)
-                with os.fdopen(open_private(keep, os.O_WRONLY | os.O_EXCL), "wb") as fh:
-                    fh.write(raw)
-                with path.open("r+b") as fh:
+                with open_log(path, writable=True) as fh:
+                    fd = open_private(keep, os.O_WRONLY | os.O_EXCL)
+                    try:
+                        copy_range(
+                            fh.fileno(), fd, loaded.good_bytes, os.fstat(fh.fileno()).st_size
+                        )
+                    finally:
+                        os.close(fd)
                     fh.truncate(loaded.good_bytes)
                 log.torn_report = loaded.torn + f" (kept in {keep.name})"
                 log.set_aside = keep

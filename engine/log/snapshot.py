@@ -43,6 +43,7 @@ from msgspec import Struct
 
 from engine.events import KnownEvent, LogEvent, UnknownEvent
 from engine.log.line_codec import in_order
+from engine.log.log_file import open_log
 from engine.private import open_derived, write_derived
 
 SUFFIX = ".replay"
@@ -184,7 +185,7 @@ def discard_beyond(log_path: Path, size: int) -> None:
     them never meets a snapshot of what was cut (its CRC would be the only guard)."""
     target = path_for(log_path)
     try:
-        with target.open("rb") as fh:
+        with open_derived(target, 1 << 62) as fh:  # never a FIFO's open, never past a link
             head = fh.read(len(MAGIC) + _HEADER.size)
     except FileNotFoundError:
         return
@@ -212,7 +213,7 @@ def write(log_path: Path, events: list[LogEvent], covered: int) -> bool:
     if covered <= 0 or UnknownEvent in set(map(type, events)):
         return False
     try:
-        with log_path.open("rb") as fh:
+        with open_log(log_path) as fh:
             if os.fstat(fh.fileno()).st_size < covered:
                 return False
             with _mapped(fh, covered) as prefix:
