@@ -214,6 +214,12 @@ class SessionLog:
         as this log knows: the one it was loaded with, or wrote."""
         self._fd: int | None = None
         self._size = 0
+        self._ctime = 0
+        """The file's ctime as this writer last left it (`_note`): a change it did not make
+        is someone else's write (`check_file`)."""
+        self._watching = True
+        self.rewritten: list[str] = []
+        """What `check_file` found and did, when it had to write the log out again."""
         self._broken: str | None = None
         self._create: Callable[[], None] | None = None
         self.on_create: list[Callable[[], None]] = []
@@ -301,6 +307,7 @@ class SessionLog:
         if read_only is None:
             log._fd = open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
             log._size = os.fstat(log._fd).st_size
+            log._note()
         return log
 
     @property
@@ -347,6 +354,7 @@ class SessionLog:
             self._materialize()
         if self._fd is None:
             raise LogWriteError(self.path, "the log is closed")
+        self.check_file()
         stamped = replace(payload, seq=self.next_seq, ts=_format_ts(self.clock()))
         line, written = encode_line(stamped)
         event = cast(E, written)
@@ -381,6 +389,7 @@ class SessionLog:
             raise LogWriteError(self.path, exc) from exc
         self._create = None
         self._size = 0
+        self._note()
         for hook in self.on_create:
             hook()
 
@@ -394,6 +403,7 @@ class SessionLog:
             if written:
                 try:
                     os.ftruncate(self._fd, self._size)
+                    self._note()
                 except OSError as undo:
                     self._broken = (
                         f"a failed write could not be undone ({undo.strerror or undo}); "
@@ -401,6 +411,109 @@ class SessionLog:
                     )
             raise LogWriteError(self.path, exc) from exc
         self._size += written
+        self._note()
+
+    def _note(self) -> None:
+        """Remember the file as this writer leaves it (after its open, and each write)."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                self._ctime = os.fstat(self._fd).st_ctime_ns
+
+    def check_file(self) -> bool:
+        """Whether the log's name still holds the file this writer writes, as it left it.
+
+        Run before each append, before the snapshot is written and at close: a
+        cleanup script, a sync tool or a person may have deleted the file, put
+        another in its place (another thread's copy, a link to a FIFO), or cut,
+        extended or written into it, all while this writer held the thread, and
+        what it appended after that would be lost with the file, or follow a
+        torn line and be set aside at the next open. So when the file is not
+        as this writer left it (its name, inode, size, and ctime, which only a
+        write, a cut or a chmod moves: a change of ctime alone is checked by
+        reading the file back), the log is written out again from the events
+        this process holds, and whatever was under the name is kept beside it
+        under a quarantine name (`write_again`). False when it was; a failure
+        to (the thread's directory removed: the thread was deleted) is said
+        once on the "trove" logger, and the writer goes on as before.
+        """
+        if self._fd is None or not self._watching or self.read_only is not None:
+            return True
+        try:
+            held = os.fstat(self._fd)
+            try:
+                named: os.stat_result | None = os.stat(self.path)
+            except (FileNotFoundError, NotADirectoryError):
+                named = None
+            ours = named is not None and (named.st_dev, named.st_ino) == (
+                held.st_dev,
+                held.st_ino,
+            )
+            if (
+                ours
+                and held.st_size == self._size
+                and (held.st_ctime_ns == self._ctime or self._reads_as_written())
+            ):
+                self._ctime = held.st_ctime_ns
+                return True
+            what = "deleted" if named is None else "changed" if ours else "replaced"
+            self.write_again(what)
+        except OSError as exc:
+            self._watching = False
+            logging.getLogger("trove").warning(
+                "%s: the log is no longer the file Trove writes, and could not be written "
+                "out again (%s)",
+                self.path,
+                exc.strerror or exc,
+            )
+            return True
+        return False
+
+    def _reads_as_written(self) -> bool:
+        """The file loads whole to exactly the events this writer holds (its ctime moved,
+        e.g. a chmod or a touch, but nothing else changed)."""
+        loaded = read_events(self.path)
+        return loaded.damage is None and loaded.torn is None and loaded.events == self.file_events
+
+    def write_again(self, what: str) -> None:
+        """Write the log out again from the events this process holds, under its name, and
+        append to that file from now on. Whatever was under the name is kept beside it
+        under a quarantine name (never removed); the new file is complete on disk (fsync)
+        before it takes the name, atomically. `what` says what happened to the old one."""
+        assert self._fd is not None
+        directory = self.path.parent
+        temporary = directory / f".{self.path.name}.again"
+        with contextlib.suppress(FileNotFoundError):
+            temporary.unlink()
+        fd = open_private(temporary, os.O_WRONLY | os.O_APPEND | os.O_EXCL | os.O_CLOEXEC)
+        try:
+            size = 0
+            with os.fdopen(os.dup(fd), "wb") as out:
+                for event in self.file_events:
+                    size += out.write(encode_line(event)[0])
+            os.fsync(fd)
+            kept: Path | None = None
+            if os.path.lexists(self.path):
+                kept = _free_name(self.path, self.clock())
+                try:
+                    os.link(self.path, kept, follow_symlinks=False)
+                except OSError:
+                    os.rename(self.path, kept)  # no hard links here: the name is free a moment
+            os.replace(temporary, self.path)
+        except BaseException:
+            os.close(fd)
+            temporary.unlink(missing_ok=True)
+            raise
+        _fsync_directory(directory)
+        old, self._fd, self._size = self._fd, fd, size
+        os.close(old)
+        self._note()
+        report = (
+            f"{self.path}: the log was {what} by another program while Trove was writing "
+            f"it; wrote its {_events(len(self.file_events))} out again"
+            + (f" (what was under its name is kept in {kept.name})" if kept else "")
+        )
+        self.rewritten.append(report)
+        logging.getLogger("trove").warning("%s", report)
 
     def _raw_write(self, fd: int, data: bytes) -> int:
         """The one system call appends go through (fault-injection tests replace it)."""
@@ -417,6 +530,7 @@ class SessionLog:
         it closes). Blocking (it reads and writes the whole log's worth): off the loop."""
         if self.read_only is not None or self._fd is None or self._broken is not None:
             return False
+        self.check_file()
         events = self.file_events
         if not snapshot.worth_writing(events, self.snapshot_events):
             return False
@@ -427,5 +541,7 @@ class SessionLog:
 
     def close(self) -> None:
         if self._fd is not None:
+            if self._broken is None:
+                self.check_file()
             fd, self._fd = self._fd, None
             os.close(fd)
