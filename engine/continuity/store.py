@@ -30,6 +30,7 @@ The class is synchronous; callers run it off the event loop
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable
@@ -68,7 +69,7 @@ from engine.continuity.schema import (
     schema_state,
 )
 from engine.offload import run_drained
-from engine.private import private_dir, touch_private
+from engine.private import open_private, private_dir
 
 __all__ = [
     "APPLICATION_ID",
@@ -157,6 +158,8 @@ class ArchiveStore:
         if self._conn is not None:
             return self._conn
         if not self.path.is_file():
+            if os.path.lexists(self.path):  # a FIFO, a device, a link to one or to nothing
+                raise ArchiveUnavailableError(f"{self.path}: not a regular file; it is not read")
             return None
         if not self.readonly:
             make_private(self.path)
@@ -181,7 +184,9 @@ class ArchiveStore:
             if conn is None:
                 private_dir(self.path.parent)
                 archive_terms.remove(self.path)  # it described an earlier file
-                touch_private(self.path)  # SQLite gives -wal and -shm this file's mode
+                # Made new (O_EXCL: never through a link or a FIFO put there meanwhile);
+                # SQLite gives -wal and -shm this file's mode.
+                os.close(open_private(self.path, os.O_WRONLY | os.O_EXCL))
                 conn = connect(self.path, "rwc")
                 self._conn = conn
             ensure_wal(conn)
