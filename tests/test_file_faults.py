@@ -34,7 +34,6 @@ import random
 import shutil
 import signal
 import stat
-import struct
 import subprocess
 import sys
 import time
@@ -47,34 +46,13 @@ from typing import Any
 import pytest
 
 from engine.compaction.prompt import SUMMARY_INSTRUCTIONS
-from engine.log import snapshot
 from tests import file_fault_child as child
 from tests import scripted_server as s
 from tests.cli_support import REPO, _clean_env
+from tests.file_damage import DAMAGES, NAMES, damage_file
 
 FILES = ("log", "lock", "archive", "terms", "snapshot", "drawn", "summary", "draft")
-DAMAGES = ("deleted", "truncated", "zeroed", "flipped", "huge", "link-zero", "link-fifo", "other")
 STATES = ("closed", "open")
-NAMES = {
-    "log": "session.jsonl",
-    "lock": "session.lock",
-    "archive": "task-history/history.sqlite",
-    "terms": "task-history/history.terms",
-    "snapshot": "session.jsonl.replay",
-    "drawn": "drawn.json",
-    "summary": "summary.cache",
-}
-HUGE = 4 << 30
-"""A text file made this large by a sparse extension (no disk is used)."""
-LENGTH_FIELDS = {
-    # the in-header database size, in pages (big-endian)
-    "archive": (28, ">I", 0x7FFFFFFF),
-    # the count of (batch id, batch key) pairs (archive_terms._HEAD)
-    "terms": (40, "<I", 0xFFFFFFFF),
-    # the count of events in the body (snapshot._HEADER)
-    "snapshot": (len(snapshot.MAGIC) + 8, "<Q", 2**64 - 1),
-}
-"""For binary files: where a length is kept, as what, and the huge value put there."""
 OPEN_LIMIT = 2.0
 PEAK_KIB = 200 * 1024
 REPORTED = ("unavailable", "partially_expired", "scope_unavailable")
@@ -175,50 +153,6 @@ def _draft_line(log: bytes) -> tuple[int, int]:
     return at, log.index(b"\n", at)
 
 
-def _damage_file(case: Case, path: Path, other: Path, fifo: Path) -> tuple[int, int] | None:
-    """Damage `path` as `case` says; returns the byte range of it that the damage hit
-    (None: all of it)."""
-    rng = random.Random(zlib.crc32(case.name.encode()))
-    damage = case.damage
-    size = path.stat().st_size
-    if damage == "deleted":
-        path.unlink()
-    elif damage == "truncated":
-        os.truncate(path, size // 2)
-        return size // 2, size
-    elif damage == "zeroed":
-        with path.open("r+b") as fh:
-            fh.write(b"\0" * size)
-    elif damage == "flipped":
-        at = rng.randrange(size)
-        with path.open("r+b") as fh:
-            fh.seek(at)
-            byte = fh.read(1)[0]
-            fh.seek(at)
-            fh.write(bytes([byte ^ (1 << rng.randrange(8))]))
-        return at, at + 1
-    elif damage == "huge":
-        field = LENGTH_FIELDS.get(case.file)
-        if field is not None:
-            at, fmt, value = field
-            with path.open("r+b") as fh:
-                fh.seek(at)
-                fh.write(struct.pack(fmt, value))
-            return at, at + struct.calcsize(fmt)
-        if case.file == "summary":  # msgpack: the outer array's length made 2**32 - 1
-            data = path.read_bytes()
-            path.write_bytes(b"\xdd\xff\xff\xff\xff" + data[1:])
-            return 0, 1
-        os.truncate(path, HUGE)  # a text file: a sparse extension
-        return size, size
-    elif damage in ("link-zero", "link-fifo"):
-        path.unlink()
-        path.symlink_to("/dev/zero" if damage == "link-zero" else fifo)
-    else:
-        shutil.copyfile(other, path)  # over it, as `cp` does: the same inode
-    return None
-
-
 def _damage_draft(case: Case, log_path: Path, other_log: Path) -> tuple[int, int]:
     """Damage the draft's line of the log in place (the file keeps its inode); returns
     its byte range."""
@@ -275,8 +209,14 @@ def _damage(case: Case, home: Path, template: Path) -> Damage:
         fifo = home / "fifo"
         with contextlib.suppress(FileExistsError):
             os.mkfifo(fifo)
-        other = _thread(template, child.OTHER) / NAMES[case.file]
-        hit = _damage_file(case, directory / NAMES[case.file], other, fifo)
+        hit = damage_file(
+            case.file,
+            case.damage,
+            directory / NAMES[case.file],
+            rng=random.Random(zlib.crc32(case.name.encode())),
+            other=_thread(template, child.OTHER) / NAMES[case.file],
+            fifo=fifo,
+        )
         if case.file != "log":
             return Damage(frozenset(), quiet=False)
     lo, hi = hit if hit is not None else (0, len(before))
