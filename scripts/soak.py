@@ -19,12 +19,23 @@ milliseconds. The model streams with a small delay per chunk, and the context
 window is small, so turns and compactions (pressure and manual) are in flight
 most of the time.
 
+Between kills, files beside the log meet the world too, at random moments while
+the child runs: `session.lock` is deleted (a cleanup script), or a cache beside
+the log (`history.terms`, the replay snapshot, `drawn.json`, `summary.cache`)
+is damaged in one of the ways of tests/file_damage.py (deleted, cut, zero-filled,
+a byte flipped, a huge length, a link to /dev/zero or a FIFO, another thread's
+copy, from a donor thread made at the start). So that each cache exists to be
+damaged, the soak's own reopen keeps the drawn lines as the app's quit does and
+writes a replay snapshot as it closes whatever the log's length (the threshold
+lowered in this process only), and step 1 lists the thread and searches every
+thread as `trove threads` and `--all` do.
+
 After each kill the thread is checked in two steps, as a user would meet it:
 
-1. Read-only, before anything reopens it (what `trove history search` shows):
-   every fact checked must be findable word for word, or the archive status
-   must say why not (`unavailable`, e.g. a compaction cut before its archive
-   write; `partially_expired`).
+1. Read-only, before anything reopens it (what `trove threads`, `--all` and
+   `trove history search` show): every fact checked must be findable word for
+   word, or the archive status must say why not (`unavailable`, e.g. a
+   compaction cut before its archive write; `partially_expired`).
 2. Reopened for writing (most rounds; the rest leave recovery to the next
    child's start-up, so kills land in it too): `engine.runtime.Runtime.open`,
    which takes the writer lock, marks the seam and re-captures interrupted
@@ -53,17 +64,20 @@ several rounds counts once):
   prompt did not finish (or did not end `ok`, or left input queued), or
   `/compact` did not succeed, each within 20 s.
 - unloadable: rounds where the log failed to load whole (a bad line, which
-  readers now load up to and the writer would set aside) or the thread
-  failed to open (any exception). The damaged thread is kept aside and the run goes on
-  with a new one.
+  readers now load up to and the writer would set aside), the thread could
+  not be listed or searched with every thread, or failed to open (any
+  exception). The damaged thread is kept aside and the run goes on with a new
+  one.
 
 Per-round facts checked: those planted in the last few rounds plus a random
 sample of older ones; after the last kill every fact is checked once more.
 Progress and a details line (kills that landed mid-compaction, in the capture
-window, facts recovered by re-capture, child crashes, tracebacks) go to
-stderr; the one result line goes to stdout. Exit status 0 when every count
-but kills is 0 and no child exited by itself, printed a traceback, or had
-input delivered twice or out of order (those are in the details line); else 1.
+window, facts recovered by re-capture, lock files deleted and caches damaged
+under a live child, child crashes, tracebacks) go to stderr; the one result
+line goes to stdout. Exit status 0 when every count but kills is 0 and no
+child exited by itself, printed a traceback, or had input delivered twice or
+out of order, and no second writer got a thread whose lock file was deleted
+under its live child (those are in the details line); else 1.
 A run that found something keeps its home (the thread, any damaged copy, the
 child's traceback) and says where.
 """
@@ -81,6 +95,7 @@ import random
 import re
 import shutil
 import signal
+import stat
 import struct
 import subprocess
 import sys
@@ -100,14 +115,18 @@ if str(REPO) not in sys.path:
 from engine import events as ev  # noqa: E402
 from engine.compaction.prompt import SUMMARY_INSTRUCTIONS  # noqa: E402
 from engine.config import Config, load_config  # noqa: E402
+from engine.continuity.across import search_all  # noqa: E402
 from engine.continuity.cli import thread_snapshot  # noqa: E402
 from engine.continuity.search import HistoryView  # noqa: E402
 from engine.continuity.status import scan_history, scope_binding  # noqa: E402
 from engine.events import LogEvent as Event  # noqa: E402
-from engine.log import LogCorruptError, TailState, decode_line, read_events  # noqa: E402
+from engine.log import LogCorruptError, TailState, decode_line, read_events, snapshot  # noqa: E402
 from engine.runtime import Runtime  # noqa: E402
 from engine.session import LOG_NAME, Thread, thread_dir  # noqa: E402
-from engine.thread_lock import ThreadLock  # noqa: E402
+from engine.thread_lock import LOCK_NAME, ThreadLock, ThreadLockedError  # noqa: E402
+from engine.thread_summary import summarize  # noqa: E402
+from tests.file_damage import CREATING, DAMAGES, NAMES, SIDECARS, damage_file  # noqa: E402
+from tests.file_fault_child import keep_drawn  # noqa: E402
 from tests.scripted_server import Reply, ScriptedServer, text  # noqa: E402
 
 USER = "local"
@@ -116,6 +135,10 @@ REPORTED = ("unavailable", "partially_expired")
 RECENT_ROUNDS = 6
 OLDER_SAMPLE = 12
 STEP_TIMEOUT = 20.0
+DONOR = "soak-donor"
+"""The thread whose caches are "another thread's copy"."""
+FAULT_CHANCE = {"lock": 0.25, "sidecar": 0.35}
+"""How often a round has each fault under its live child."""
 FILLER = "the quick brown fox jumps over a lazy dog while the river keeps running past the old mill"
 WORDS = FILLER.split()
 
@@ -175,6 +198,8 @@ class Plan:
     target: str = ""
     tty: bool = False
     """Typed at a terminal (a pty): prompts queue while a turn or /compact runs."""
+    faults: list[tuple[float, str]] = field(default_factory=list)
+    """(seconds after the spawn, 'lock' or 'sidecar'): done then, if the child still runs."""
 
 
 @dataclass
@@ -195,6 +220,9 @@ class Counts:
     reordered: set[int] = field(default_factory=set)
     restored: set[int] = field(default_factory=set)
     compactions: int = 0
+    locks_deleted: int = 0
+    second_writers: int = 0
+    sidecars_damaged: dict[str, int] = field(default_factory=dict)
     missed_targets: int = 0
     notes: list[str] = field(default_factory=list)
 
@@ -209,7 +237,10 @@ class Counts:
         return (
             f"mid_compaction={self.mid_compaction} capture_window={self.capture_window} "
             f"recovered_facts={len(self.recovered)} restored_input={len(self.restored)} "
-            f"compactions={self.compactions} "
+            f"compactions={self.compactions} locks_deleted={self.locks_deleted} "
+            f"second_writers={self.second_writers} "
+            f"sidecars_damaged={sum(self.sidecars_damaged.values())} "
+            f"({', '.join(f'{k} {n}' for k, n in sorted(self.sidecars_damaged.items()))}) "
             f"missed_targets={self.missed_targets} child_exits={self.exited} "
             f"tracebacks={self.tracebacks} duplicated_input={len(self.duplicated)} "
             f"reordered_input={len(self.reordered)}"
@@ -225,6 +256,7 @@ class Counts:
             or self.unloadable
             or self.exited
             or self.tracebacks
+            or self.second_writers
             or self.duplicated
             or self.reordered
         )
@@ -273,8 +305,31 @@ class Soak:
         self.generation = 0
         self.seen_open: set[tuple[str, int]] = set()
         self.seen_unarchived: set[tuple[str, int]] = set()
+        self.fifo = self.home / "soak-fifo"
+        """What a cache is replaced by a link to (nothing ever writes to it)."""
+        self.spawn_offset = 0
+        """The log's size when the running child was spawned."""
+        self.faults: list[tuple[float, str]] = []
+        """The running child's faults still to come (seconds after its spawn, which)."""
 
     # -- set-up ------------------------------------------------------------------
+
+    async def make_donor(self) -> None:
+        """A thread with every cache (terms, snapshot, drawn lines, summary): what another
+        thread's copy of one is copied from."""
+        assert self.config is not None
+        self.model.paced = False
+        Thread.create(self.home, USER, DONOR).close()
+        rt = Runtime.open(self.config, self.home, thread_id=DONOR)
+        try:
+            for prompt in ("a donor prompt to compact", "and one more"):
+                rt.driver.send(prompt)
+                await asyncio.wait_for(rt.driver.when_idle(), STEP_TIMEOUT)
+            await asyncio.wait_for(rt.commands.run("/compact"), STEP_TIMEOUT)
+            keep_drawn(rt)
+        finally:
+            await rt.aclose()
+        summarize(self.home, USER, DONOR)
 
     def new_thread(self) -> None:
         self.generation += 1
@@ -354,6 +409,9 @@ class Soak:
             lines.insert(rng.randint(1, len(lines)), "/compact")
         plan.lines = lines
         plan.tty = rng.random() < 0.5
+        for fault, chance in FAULT_CHANCE.items():
+            if rng.random() < chance:
+                plan.faults.append((rng.uniform(0.0, 1.5), fault))
         return plan
 
     def spawn(self, tty: bool) -> tuple[subprocess.Popen[bytes], Typist]:
@@ -405,10 +463,11 @@ class Soak:
 
     def run_child(self, plan: Plan) -> str:
         """Start a child, type the plan and kill it; what the kill was aimed at."""
-        offset = self.log_path.stat().st_size
+        offset = self.spawn_offset = self.log_path.stat().st_size
         self.model.paced = True
         child, typist = self.spawn(plan.tty)
         spawned = time.monotonic()
+        self.faults = sorted((spawned + delay, fault) for delay, fault in plan.faults)
         typist.type(plan.lines)
         watcher = LogWatcher(self.log_path, offset)
         aim = ("tty " if plan.tty else "") + (plan.target or plan.mode)
@@ -466,10 +525,52 @@ class Soak:
         while time.monotonic() < end and not (deadline and deadline()):
             if child.poll() is not None:
                 return False
+            if self.faults and time.monotonic() >= self.faults[0][0]:
+                self.fault(self.faults.pop(0)[1])
             if done():
                 return True
             time.sleep(0.0005)
         return False
+
+    def fault(self, which: str) -> None:
+        """Under the live child: delete the lock file, or damage one cache beside the log."""
+        if which == "lock":
+            try:
+                (self.thread_dir / LOCK_NAME).unlink()
+            except FileNotFoundError:
+                return
+            self.counts.locks_deleted += 1
+            if self.log_path.stat().st_size > self.spawn_offset:  # the child has the thread
+                try:
+                    ThreadLock.acquire(self.thread_dir, self.thread_id).release()
+                except ThreadLockedError:
+                    return
+                self.counts.second_writers += 1
+                self.note("a second writer got the thread after its lock file was deleted")
+            return
+        kinds = [k for k in SIDECARS if (self.thread_dir / NAMES[k]).parent.is_dir()]
+        kind = self.rng.choice(kinds)
+        path = self.thread_dir / NAMES[kind]
+        try:
+            info: os.stat_result | None = os.lstat(path)
+        except FileNotFoundError:
+            info = None
+        if info is None:
+            choices: tuple[str, ...] = CREATING
+        elif not stat.S_ISREG(info.st_mode):
+            choices = ("deleted", *CREATING)
+        elif info.st_size > 1 << 20:  # made huge before: not filled with zeros here
+            choices = ("deleted", "truncated", "flipped", *CREATING)
+        else:
+            choices = DAMAGES
+        damage = self.rng.choice(choices)
+        other = thread_dir(self.home, USER, DONOR) / NAMES[kind]
+        try:
+            damage_file(kind, damage, path, rng=self.rng, other=other, fifo=self.fifo)
+        except FileNotFoundError:
+            return  # replaced or removed by the child meanwhile: nothing damaged
+        key = f"{kind}:{damage}"
+        self.counts.sidecars_damaged[key] = self.counts.sidecars_damaged.get(key, 0) + 1
 
     # -- checks --------------------------------------------------------------------
 
@@ -511,6 +612,12 @@ class Soak:
             self.seen_unarchived.add((self.thread_id, start))
         self.counts.mid_compaction = len(self.seen_open)
         self.counts.capture_window = len(self.seen_unarchived)
+        try:  # `trove threads` and `history search --all`, which read the caches beside it
+            summarize(self.home, USER, self.thread_id)
+            search_all(self.home, USER, "remember")
+        except Exception as exc:
+            self.broken(f"the thread cannot be listed or searched: {type(exc).__name__}: {exc}")
+            return [], True
         assert self.config is not None
         snapshot = thread_snapshot(self.home, USER, self.thread_id, self.config.task_continuity)
         try:
@@ -545,6 +652,8 @@ class Soak:
                 self.counts.wedged += 1
             self.counts.compactions = sum(1 for e in log.events if isinstance(e, ev.CompactStart))
         finally:
+            with contextlib.suppress(Exception):
+                keep_drawn(rt)  # what the app's quit keeps
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(rt.aclose(), STEP_TIMEOUT)
         try:
@@ -609,9 +718,13 @@ class Soak:
 
     def run(self) -> Counts:
         self.server.start()
+        thresholds = snapshot.MIN_EVENTS, snapshot.STALE_EVENTS
+        snapshot.MIN_EVENTS = snapshot.STALE_EVENTS = 1  # every close here keeps one
         try:
             write_config(self.config_path, self.server.base_url)
             self.config = load_config(self.config_path, home=self.home)
+            os.mkfifo(self.fifo)
+            asyncio.run(self.make_donor())
             self.new_thread()
             started = time.monotonic()
             round_no = 0
@@ -651,6 +764,7 @@ class Soak:
                 file=sys.stderr,
             )
         finally:
+            snapshot.MIN_EVENTS, snapshot.STALE_EVENTS = thresholds
             self.server.stop()
         if self.own_home and self.counts.clean:
             shutil.rmtree(self.home, ignore_errors=True)

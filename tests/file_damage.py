@@ -61,10 +61,11 @@ def damage_file(
             path.unlink()
         shutil.copyfile(other, path)  # over it, as `cp` does: the same inode
         return None
-    size = path.stat().st_size
     if damage == "deleted":
         path.unlink()
-    elif damage == "truncated":
+        return None
+    size = path.stat().st_size
+    if damage == "truncated":
         os.truncate(path, size // 2)
         return size // 2, size
     elif damage == "zeroed":

@@ -96,7 +96,7 @@ def findable(view: HistoryView, fact: str) -> bool:
     return False
 
 
-def _keep_drawn(rt: Runtime) -> None:
+def keep_drawn(rt: Runtime) -> None:
     """What the app's quit keeps: the newest reply's lines (written the way it does)."""
     replies = [e for e in rt.thread.log.events if isinstance(e, ev.AssistantMessage)]
     if not replies or not replies[-1].content:
@@ -134,7 +134,7 @@ async def _build_thread(
         await _turn(rt, typed[2])
         await _turn(rt, queued, waking=False)
         await _draft(rt, draft)
-        await asyncio.to_thread(_keep_drawn, rt)
+        await asyncio.to_thread(keep_drawn, rt)
     finally:
         await rt.aclose()
     summarize(home, USER, thread_id)  # `trove threads` caches what it read
@@ -171,7 +171,7 @@ async def hold(config_path: Path, cases: list[dict[str, str]]) -> None:
             ("compact", lambda rt=rt: _compact(rt)),
             ("queue", lambda rt=rt, tag=tag: _turn(rt, queued_after(tag), waking=False)),
             ("draft", lambda rt=rt, tag=tag: _draft(rt, draft_after(tag))),
-            ("drawn", lambda rt=rt: asyncio.to_thread(_keep_drawn, rt)),
+            ("drawn", lambda rt=rt: asyncio.to_thread(keep_drawn, rt)),
         )
         for step, run in steps:
             try:

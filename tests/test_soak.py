@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sqlite3
 import subprocess
@@ -71,5 +72,34 @@ async def test_the_checks_count_a_fact_gone_from_the_archive(tmp_path):
         assert sk.counts.lost_input == {queued.seq}
         assert not sk.counts.clean
         await rt.aclose()
+    finally:
+        sk.server.stop()
+
+
+async def test_the_faults_under_a_live_child_are_done_and_counted(tmp_path):
+    """Between kills the soak deletes the lock file under the live writer (and finds that
+    no second writer gets in) and damages the caches beside the log; the thread still
+    opens, and the counts stay clean."""
+    sk = soak.Soak(argparse.Namespace(kills=1, seed=5, home=tmp_path, verbose=False))
+    sk.server.start()
+    try:
+        soak.write_config(sk.config_path, sk.server.base_url)
+        sk.config = soak.load_config(sk.config_path, home=sk.home)
+        os.mkfifo(sk.fifo)
+        await sk.make_donor()
+        sk.new_thread()
+        writer = Runtime.open(sk.config, sk.home, thread_id=sk.thread_id)  # the live child
+        writer.driver.send("remember code FACT-0001-0-0123abcd please")
+        await writer.driver.when_idle()
+        assert (await writer.commands.run("/compact")).ok
+        sk.fault("lock")
+        assert (sk.counts.locks_deleted, sk.counts.second_writers) == (1, 0)
+        for _ in range(6):
+            sk.fault("sidecar")
+        assert sum(sk.counts.sidecars_damaged.values()) == 6, sk.counts.sidecars_damaged
+        await writer.aclose()
+        assert sk.check_readonly(1) == ([], False)
+        await sk.reopen(1, every=True, pending=[])
+        assert sk.counts.clean, sk.counts.notes
     finally:
         sk.server.stop()
