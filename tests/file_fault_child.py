@@ -275,6 +275,12 @@ async def open_case(config_path: Path, case: dict[str, str]) -> dict[str, Any]:
         await rt.aclose()
     again = read_events(thread_dir(home, USER, THREAD) / LOG_NAME)
     out["reopened"] = {"damage": str(again.damage or ""), "torn": again.torn or ""}
+    # After its next compaction, as `trove history search` reads it: still truthful.
+    out["after"] = {}
+    for fact in [*delivered, f"check after reopening {case['tag']}"]:
+        found = cli_search(home, USER, THREAD, fact)
+        hit = any(fact in item["excerpt"] for item in found["results"])
+        out["after"][fact] = [hit, found["status"]]
     return out
 
 

@@ -39,7 +39,8 @@ def fill(store: ArchiveStore, scope: str = SCOPE) -> list[dict[str, Any]]:
         records = [rec(batch * 10 + i, f"common word{batch} item{i}") for i in range(2)]
         result = store.capture(batch * 100, records)
         archive = archive_reference(result, scope)
-        events.append(ev.CompactEnd(seq=len(events) + 1, archive=archive))
+        # as a log holds it: the compaction that started at the batch key ended here
+        events.append(ev.CompactEnd(seq=len(events) + 1, start=batch * 100, archive=archive))
     return events
 
 

@@ -162,3 +162,17 @@ def test_scan_is_pure_and_statuses_are_the_documented_five() -> None:
         "unavailable",
         "scope_unavailable",
     }
+
+
+def test_an_id_the_archive_handed_out_again_is_not_the_batch_an_older_reference_names() -> None:
+    """The archive file was deleted; the next compaction's capture made a new one, whose
+    first batch took id 1 again (with as many records as the old batch 1, even). The
+    older reference to batch 1 reaches nothing now: its originals are gone, and the
+    status says so instead of `available`."""
+    old = end(5, ref(1, records=2), start=3)
+    new = end(9, ref(1, records=2), start=7)
+    res = resolve_events(typed([old, new]), ME, {1: 2}, keys={1: 7})
+    assert res.status == "partially_expired" and res.reachable == (1,) and res.expired == (1,)
+    alone = resolve_events(typed([old]), ME, {1: 2}, keys={1: 7})
+    assert alone.status == "partially_expired" and alone.reachable == ()
+    assert resolve_events(typed([old]), ME, {1: 2}, keys={1: 3}).status == "available"

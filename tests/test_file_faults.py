@@ -376,6 +376,13 @@ def _check(
     ]
     if unreported:
         problems.append(f"facts not found with status {result['status']}: {unreported}")
+    unreported = [
+        f"{fact} ({status})"
+        for fact, (found, status) in result["after"].items()
+        if not found and status not in REPORTED
+    ]
+    if unreported:
+        problems.append(f"after the next compaction, not found yet not reported: {unreported}")
     if result["turn"] != "ok" or not result["compact"]:
         problems.append(f"not working: turn {result['turn']}, /compact {result['compact']}")
     if result["reopened"]["damage"] or result["reopened"]["torn"]:

@@ -110,6 +110,7 @@ class HistoryView:
     ) -> HistoryView:
         """`open` for an already folded scan and extracted sources (`trove history --all`)."""
         stored: dict[int, int] | None = {}
+        keys: dict[int, int] | None = None
         problem: str | None = None
         foreign: str | None = None
         damaged: dict[int, str] = {}
@@ -120,13 +121,17 @@ class HistoryView:
                 stored, problem = None, f"the archive file is missing: {store.path}"
             else:
                 try:
-                    stored = store.batch_records()
+                    batches = store.batches()
+                    stored = {b.id: b.records for b in batches}
+                    keys = {b.id: b.batch_key for b in batches}
                     damaged = store.check_batches(ref.batch for ref in scan.refs)
                 except ArchiveScopeError as exc:
                     stored, foreign = None, str(exc)
                 except ArchiveError as exc:
                     stored, problem = None, str(exc)
-        resolution = resolve_scan(scan, stored, problem, damaged=damaged, foreign_archive=foreign)
+        resolution = resolve_scan(
+            scan, stored, problem, damaged=damaged, foreign_archive=foreign, keys=keys
+        )
         usable = store if stored is not None and resolution.reachable else None
         return cls(resolution, active, usable, index)
 

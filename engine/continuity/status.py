@@ -247,15 +247,19 @@ def resolve(
     scope: str,
     stored: Mapping[int, int] | Collection[int] | None,
     store_error: str | None = None,
+    *,
+    keys: Mapping[int, int] | None = None,
 ) -> Resolution:
     """The status at the position the events end at.
 
     `stored` is what the store still holds: batch id -> record count (from
     `ArchiveStore.batch_records()`, which also catches an id that now names a
     different batch) or just the ids; None when the archive cannot be opened
-    (`store_error` says why).
+    (`store_error` says why). `keys` (batch id -> batch key, from
+    `ArchiveStore.batches()`) catches such an id for certain: a batch is the
+    one a reference names only when its key is that compaction's start seq.
     """
-    return resolve_scan(scan_history(events, scope), stored, store_error)
+    return resolve_scan(scan_history(events, scope), stored, store_error, keys=keys)
 
 
 def damage_reason(damaged: Mapping[int, str]) -> str:
@@ -273,12 +277,18 @@ def resolve_scan(
     *,
     damaged: Mapping[int, str] | None = None,
     foreign_archive: str | None = None,
+    keys: Mapping[int, int] | None = None,
 ) -> Resolution:
     """`resolve` for an already folded scan (so the log is walked once).
 
     `damaged` names stored batches that cannot be fully read;
     `foreign_archive` says why the archive file is bound to another scope
-    (nothing in it is reachable then).
+    (nothing in it is reachable then). A reference is reached only when the
+    batch under its id is its compaction's (`keys`; and its record count): an
+    archive file made again (the old one deleted) numbers its batches from 1
+    again, and the first new batch took the id an earlier reference names, so
+    that earlier compaction's originals are gone (expired) however the newer
+    reference to the same id resolves.
     """
     omitted = scan.latest.omitted_records if scan.latest is not None else None
     if not scan.initialized:
@@ -288,13 +298,17 @@ def resolve_scan(
         return Resolution("scope_unavailable", (), bound_elsewhere, foreign_archive, omitted)
     reachable: list[int] = []
     expired: list[int] = []
-    seen: set[int] = set()
+    seen: dict[int, int] = {}
     for ref in reversed(scan.refs):
         if ref.batch in seen:
+            if seen[ref.batch] != ref.start and ref.batch not in expired:
+                expired.append(ref.batch)  # the id names a later compaction's batch now
             continue
-        seen.add(ref.batch)
+        seen[ref.batch] = ref.start
         present = stored is not None and ref.batch in stored
         if present and isinstance(stored, Mapping) and stored[ref.batch] != ref.records:
+            present = False
+        if present and keys is not None and keys.get(ref.batch) != ref.start:
             present = False
         (reachable if present else expired).append(ref.batch)
     if stored is None:
