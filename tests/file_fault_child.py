@@ -12,7 +12,7 @@ threshold lowered here, so even this short log gets one), the drawn lines and
 the summary cache.
 
 CASES is a JSON list of {"name", "home", "tag"}: one copy of `fix` per home.
-`hold` is the writer of every case at once: it opens them all (their
+`hold` is the writer of every case it is given, at once: it opens them all (their
 archives too), says `held`, and after a line on stdin goes on in each as a
 user would (a prompt answered, /compact, a prompt left queued, a draft, the
 drawn lines at quit) and closes it. `open` opens each case as a user would

@@ -294,25 +294,32 @@ def _prepare(state: str, root: Path) -> tuple[list[Case], Path]:
     return cases, path
 
 
-def _opened(config: Path, listing: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """Open every case in two children side by side (one per core)."""
+def _halves(listing: Path, role: str) -> list[Path]:
+    """The cases of `listing` in two lists, for two children side by side (one per core)."""
     cases = json.loads(listing.read_text())
     halves = []
     for part in range(2):
-        path = listing.with_name(f"{listing.stem}-open-{part}.json")
+        path = listing.with_name(f"{listing.stem}-{role}-{part}.json")
         path.write_text(json.dumps(cases[part::2]))
         halves.append(path)
-    children = [
-        subprocess.Popen(
-            [sys.executable, "-m", "tests.file_fault_child", "open", str(config), str(path)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=REPO,
-            env=_clean_env(),
-        )
-        for path in halves
-    ]
+    return halves
+
+
+def _child(mode: str, config: Path, listing: Path, *, stdin: bool = False) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.file_fault_child", mode, str(config), str(listing)],
+        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=_clean_env(),
+    )
+
+
+def _opened(config: Path, listing: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Open every case, in two children side by side."""
+    children = [_child("open", config, half) for half in _halves(listing, "open")]
     results: dict[str, dict[str, Any]] = {}
     problems = []
     for proc in children:
@@ -393,36 +400,36 @@ def _check(
 def _hold_and_damage(
     config: Path, listing: Path, cases: list[Case], root: Path
 ) -> tuple[dict[str, Damage], dict[str, dict[str, Any]], list[str]]:
-    """A writer in another process holds every case; the damage is done under it; then it
-    goes on in each and quits."""
-    holder = subprocess.Popen(
-        [sys.executable, "-m", "tests.file_fault_child", "hold", str(config), str(listing)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-        env=_clean_env(),
-    )
-    assert holder.stdin is not None and holder.stdout is not None
+    """Writers in other processes (two, side by side) hold every case; the damage is done
+    under them; then each goes on in its cases and quits."""
+    holders = [_child("hold", config, half, stdin=True) for half in _halves(listing, "hold")]
     try:
-        ready = holder.stdout.readline()
-        if ready != "held\n":
-            holder.kill()
-            _, err = holder.communicate()
-            pytest.fail(f"the writer did not start: {ready!r} {err[-4000:]}")
+        for holder in holders:
+            assert holder.stdin is not None and holder.stdout is not None
+            ready = holder.stdout.readline()
+            if ready != "held\n":
+                holder.kill()
+                _, err = holder.communicate()
+                pytest.fail(f"the writer did not start: {ready!r} {err[-4000:]}")
         damages = {
             case.name: _damage(case, root / "open" / case.name, root / "template") for case in cases
         }
-        out, err = holder.communicate("go\n", timeout=240)
+        for holder in holders:
+            assert holder.stdin is not None
+            holder.stdin.write("go\n")
+            holder.stdin.flush()  # both go on at once (communicate closes it)
+        done = [holder.communicate(timeout=240) for holder in holders]
     except BaseException:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(holder.pid, signal.SIGKILL)
+        for holder in holders:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(holder.pid, signal.SIGKILL)
         raise
     problems = []
-    if holder.returncode != 0 or "Traceback" in err or "most recent call first" in err:
-        problems.append(f"the writer exited {holder.returncode}: {err[-6000:]}")
-    held = {item["case"]: item for item in map(json.loads, out.splitlines())}
+    held: dict[str, dict[str, Any]] = {}
+    for holder, (out, err) in zip(holders, done, strict=True):
+        if holder.returncode != 0 or "Traceback" in err or "most recent call first" in err:
+            problems.append(f"a writer exited {holder.returncode}: {err[-6000:]}")
+        held.update((item["case"], item) for item in map(json.loads, out.splitlines()))
     return damages, held, problems
 
 
