@@ -33,6 +33,8 @@ import os
 import socket
 from pathlib import Path
 
+from engine.private import open_derived
+
 LOCK_NAME = "session.lock"
 _ATTEMPTS = 8
 """How many times a lock is retaken when its path was replaced under it."""
@@ -50,9 +52,15 @@ class ThreadLockedError(Exception):
         )
 
 
+_HEAD_BYTES = 256
+"""What a lock file is read of: the pid and host at its head (a file grown huge, or a FIFO
+or a link under its name, is never read whole or waited on)."""
+
+
 def _holder_in_file(path: Path) -> str | None:
     try:
-        text = path.read_text(encoding="utf-8", errors="replace").split()
+        with open_derived(path, 1 << 62) as fh:
+            text = fh.read(_HEAD_BYTES).decode("utf-8", errors="replace").split()
     except OSError:
         return None
     if len(text) >= 2 and text[0].isdigit():

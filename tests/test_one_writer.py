@@ -241,3 +241,34 @@ def test_where_a_directory_cannot_be_locked_the_lock_file_still_is(env, monkeypa
     finally:
         holder.close()
     Thread.resume(env.home, "local", "shared").close()
+
+
+def test_a_refusal_reads_only_the_head_of_a_lock_file_grown_huge(env, monkeypatch) -> None:
+    """Where the lock file is the lock (NFS), a refused writer reads who holds it from the
+    file: one extended in place to 4 GiB (a sparse extension) was read whole to find the
+    pid at its head. Only its head is read now, and the holder is still named."""
+    import errno
+    import resource
+    import stat
+
+    from engine import thread_lock
+
+    real = thread_lock._flock
+
+    def no_directories(fd: int) -> bool:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.EBADF, "Bad file descriptor")
+        return real(fd)
+
+    monkeypatch.setattr(thread_lock, "_flock", no_directories)
+    holder = _thread(env)
+    try:
+        os.truncate(holder.dir / "session.lock", 4 << 30)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        with pytest.raises(ThreadLockedError) as refused:
+            Thread.resume(env.home, "local", "shared")
+        grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+        assert f"pid {os.getpid()}" in str(refused.value)
+        assert grown < 64 * 1024, f"{grown} KiB more peak RSS"
+    finally:
+        holder.close()
