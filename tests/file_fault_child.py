@@ -18,10 +18,10 @@ user would (a prompt answered, /compact, a prompt left queued, a draft, the
 drawn lines at quit) and closes it. `open` opens each case as a user would
 come back to it: the readers first (`trove threads`, `history search --all`
 and `history search`), then the app's open (a writer), then a prompt and
-/compact, then a reopen; it times the open and measures the peak RSS of the
-case. Both print one JSON object per case on stdout; any exception is in it,
-never on stderr. A case that hangs dumps every thread's stack and ends the
-process, so the hang names itself.
+/compact, then a reopen, then (read-only) each fact again; it times the open
+and measures the peak RSS of the case. Both print one JSON object per case on
+stdout; any exception is in it, never on stderr. A case that hangs dumps every
+thread's stack and ends the process, so the hang names itself.
 """
 
 from __future__ import annotations
