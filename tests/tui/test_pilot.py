@@ -315,23 +315,30 @@ async def test_the_earlier_row_loads_on_a_click_and_on_enter(app_factory, monkey
         assert first() == "message 0" and not transcript.query("#load-earlier")
 
 
-async def test_a_corrupt_thread_opens_a_new_one_with_a_notice(app_factory, tmp_path):
+async def test_a_thread_with_a_line_that_is_not_json_opens_what_is_before_it(app_factory, tmp_path):
+    """The log outranks nothing but itself: a garbled line ends what loads, the app opens
+    the thread with a warning, and the bytes from that line on are kept beside the log."""
     from engine.session import Thread
 
     thread = Thread.create(tmp_path / "home", "local", "t-broken")
     thread.log.append(ev.UserMessage(text="kept on disk"))
     thread.close()
     path = thread.dir / "session.jsonl"
-    path.write_text(path.read_text() + "{not json\n")
-    before = path.read_bytes()
+    good = path.read_bytes()
+    path.write_bytes(good + b"{not json\n")
     app = app_factory()
     app.start_thread = "t-broken"
     async with app.run_test(size=(100, 32)) as pilot:
         await settle(pilot)
-        assert app.runtime.thread.id != "t-broken"
-        errors = [n.text for n in app.query(Notice) if n.has_class("-error")]
-        assert errors and "session.jsonl:2" in errors[0] and "Nothing was changed" in errors[0]
-    assert path.read_bytes() == before
+        assert app.runtime.thread.id == "t-broken"
+        assert "kept on disk" in [
+            e.text for e in of_kind(app.runtime.thread.log.events, ev.UserMessage)
+        ]
+        warnings = [n.text for n in app.query(Notice) if n.has_class("-warning")]
+        assert any("session.jsonl:2" in text for text in warnings), warnings
+    assert path.read_bytes().startswith(good) and b"not json" not in path.read_bytes()
+    (kept,) = [p for p in thread.dir.iterdir() if ".quarantine-" in p.name]
+    assert kept.read_bytes() == b"{not json\n"
 
 
 async def test_alt_enter_steers_the_running_turn(app_factory, server):
