@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 
+from devtools import scripted_server as s
 from engine import events as ev
 from engine.driver import DriverClosedError
 from engine.log import SessionLog
-from engine.tools import ToolBox
-from tests import scripted_server as s
+from engine.model.tools import ToolBox
 from tests.support import echo_tool, first_delta, kinds, make_driver, of_kind
 
 

@@ -16,9 +16,9 @@ import time
 
 import pytest
 
-from tests import scripted_server as s
+from devtools import scripted_server as s
+from devtools.scripted_server import ScriptedServer
 from tests.cli_support import REPO, Env, _clean_env
-from tests.scripted_server import ScriptedServer
 
 LIMIT = 20.0
 """Seconds a wait for output may take before the test fails (a bound, never a delay)."""
@@ -40,7 +40,7 @@ class Terminal:
         environ = _clean_env() | {"TERM": "xterm", "COLUMNS": "100", "LINES": "30"}
         environ["PROMPT_TOOLKIT_NO_CPR"] = "1"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tui.cli", *(args or ("--plain",)), *env.common],
+            [sys.executable, "-m", "cli.main", *(args or ("--plain",)), *env.common],
             stdin=slave,
             stdout=slave,
             stderr=slave,
@@ -136,11 +136,11 @@ def test_plain_rewind_puts_the_prompt_back_in_the_input_line(
 
 
 def test_plain_puts_a_kept_draft_in_the_input_line(env: Env, server: ScriptedServer) -> None:
-    """A prompt the TUI kept unsent at quit (engine.draft) is in `--plain`'s first input
+    """A prompt the TUI kept unsent at quit (engine.threads.draft) is in `--plain`'s first input
     line, ready to finish and send; once sent, quitting clears it from the thread."""
     from engine import events as ev
-    from engine.draft import current_draft
-    from engine.session import Thread
+    from engine.threads.draft import current_draft
+    from engine.threads.thread import Thread
 
     thread = Thread.create(env.home, "local", "t-draft")
     thread.log.append(ev.UserMessage(text="hello"))

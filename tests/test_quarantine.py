@@ -14,13 +14,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from devtools import scripted_server as s
+from devtools.scripted_server import ScriptedServer
 from engine import events as ev
 from engine.log import read_events, snapshot
-from engine.session import Thread
-from engine.thread_lock import ThreadLock
-from tests import scripted_server as s
+from engine.threads.lock import ThreadLock
+from engine.threads.thread import Thread
 from tests.cli_support import Env, trove
-from tests.scripted_server import ScriptedServer
 from tests.support import of_kind
 
 TID = "t-dup"

@@ -14,8 +14,8 @@ from typing import Any
 from engine.driver.inbox_item import InboxItem
 from engine.driver.ports import ContextBuilder, ModelPort, Observer, TurnHooks
 from engine.log import SessionLog
+from engine.model.tools import ToolBox
 from engine.surface import Surface
-from engine.tools import ToolBox
 
 
 class DriverState:

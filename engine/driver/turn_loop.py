@@ -8,9 +8,10 @@ so nothing typed is lost.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from engine.driver.inbox_item import InboxItem
+from engine.driver.ports import TurnAgent
 from engine.driver.state import DriverState
 from engine.events import (
     AssistantMessage,
@@ -23,11 +24,8 @@ from engine.events import (
 )
 from engine.log import LogWriteError
 from engine.model import ContextOverflowError, ModelError
+from engine.model.tools import error_result
 from engine.surface import Message
-from engine.tools import error_result
-
-if TYPE_CHECKING:
-    from engine.driver.driver import Driver
 
 DEFAULT_MAX_TOOL_ROUNDS = 16
 """Rounds of tool calls one turn may run (``model.max_tool_rounds`` sets it)."""
@@ -65,7 +63,7 @@ class TurnLoop(DriverState):
             self._steering.pop(0)
 
     async def _request(self, turn: int) -> Any:
-        driver = cast("Driver", self)  # the hooks are given the whole driver
+        driver = cast("TurnAgent", self)  # a Driver: the hooks are given its agent side
         if self.hooks is not None:
             await self.hooks.before_request(driver, turn)
 

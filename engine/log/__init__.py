@@ -18,7 +18,6 @@ quarantine of a bad line and what follows it). Import from `engine.log`; the
 rooms are its implementation.
 """
 
-from engine.collector import paused_gc
 from engine.events import Event
 from engine.log.brackets import TailState
 from engine.log.line_codec import LogCorruptError, decode_line, encode_line, from_dict, parse_line
@@ -30,6 +29,7 @@ from engine.log.session_log import (
     LogWriteError,
     SessionLog,
 )
+from engine.util.collector import paused_gc
 
 __all__ = [
     "Clock",
