@@ -27,6 +27,14 @@ LIVE = r"Ctrl-D quits[\s\S]*›"
 """The prompt is drawn, so the terminal is in raw mode: a Ctrl-C typed before would be the
 line discipline's SIGINT, not a key the REPL reads."""
 
+_CONTROLLING_TTY = (
+    "import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0);"
+    " os.execv(sys.argv[1], sys.argv[1:])"
+)
+"""Run in trove's new session before trove itself: the pty becomes its controlling terminal,
+as a terminal emulator's is, so a Ctrl-C the line discipline turns into SIGINT reaches trove
+(a session without one would lose the key instead)."""
+
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
 
 
@@ -39,14 +47,16 @@ class Terminal:
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
         environ = _clean_env() | {"TERM": "xterm", "COLUMNS": "100", "LINES": "30"}
         environ["PROMPT_TOOLKIT_NO_CPR"] = "1"
+        command = [sys.executable, "-m", "tui.cli", *(args or ("--plain",)), *env.common]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tui.cli", *(args or ("--plain",)), *env.common],
+            [sys.executable, "-c", _CONTROLLING_TTY, *command],
             stdin=slave,
             stdout=slave,
             stderr=slave,
             cwd=REPO,
             env=environ,
             close_fds=True,
+            start_new_session=True,
         )
         os.close(slave)
         self.seen = ""
