@@ -356,3 +356,18 @@ def test_plain_ctrl_d_right_after_a_reply_quits(terminal: Terminal, server: Scri
     assert terminal.wait_exit() == 0
     assert re.search(r"resume with: trove .*--thread \S+", _ANSI.sub("", terminal.seen))
     assert not terminal.in_raw_mode(), "the terminal is given back with its line discipline"
+
+
+def test_plain_up_right_after_enter_recalls_the_prompt_just_sent(
+    terminal: Terminal, server: ScriptedServer
+) -> None:
+    """Up typed with Enter (before the next prompt is drawn) brings back the prompt just
+    sent, as it would a moment later."""
+    terminal.wait_for(LIVE)
+    mark = terminal.mark()
+    terminal.type("ask me again\r\x1b[A")
+    # Printed above the next prompt, which then shows the line Up brought back.
+    terminal.wait_for(r"echo: ask me again\n[\s\S]*› ask me again", since=mark)
+    terminal.type("\r")
+    terminal.wait_for(r"echo: ask me again\n[\s\S]*echo: ask me again\n[\s\S]*›", since=mark)
+    assert [_last_prompt(request) for request in server.requests] == ["ask me again"] * 2

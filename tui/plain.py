@@ -11,6 +11,7 @@ finished, which makes piped scripts deterministic.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import sys
 from collections.abc import Iterable, Iterator
@@ -31,6 +32,7 @@ from engine.thread_lock import ThreadLockedError
 from tui.printer import StreamPrinter
 
 if TYPE_CHECKING:  # prompt-toolkit is imported only when a terminal needs it
+    from prompt_toolkit.buffer import Buffer
     from prompt_toolkit.document import Document
 
 
@@ -201,6 +203,8 @@ class PlainRepl:
 
         terminal = _held_raw_input()
         history = _prompt_history(prompt_history_path(self.runtime.home))
+        async for _ in history.load():  # read once: each prompt then has it in place at once
+            pass
         session: PromptSession[str] = PromptSession(
             input=terminal, history=history, completer=SlashCompleter()
         )
@@ -220,6 +224,9 @@ class PlainRepl:
 
         printer.on_partial = redraw
 
+        def history_in_place() -> None:
+            _put_history_in_place(session.default_buffer, history.get_strings())
+
         thread = self.runtime.thread
         # Raw mode from here on, between prompts too: Ctrl-C, Ctrl-D and text typed at any
         # moment wait in the terminal for the next prompt (_held_raw_input).
@@ -233,7 +240,9 @@ class PlainRepl:
             with patch_stdout(raw=True):
                 while True:
                     try:
-                        line = await session.prompt_async(message, default=draft)
+                        line = await session.prompt_async(
+                            message, default=draft, pre_run=history_in_place
+                        )
                         draft = ""
                         history.accepted(line)
                     except KeyboardInterrupt:
@@ -359,6 +368,25 @@ def _held_raw_input() -> Any:
             return contextlib.nullcontext() if self._held else super().cooked_mode()
 
     return HeldRawInput(sys.stdin)
+
+
+def _put_history_in_place(buffer: Buffer, lines: list[str]) -> None:
+    """A prompt's history, in place before the prompt handles its first key.
+
+    prompt-toolkit fills a prompt's history from a task that its first drawing
+    starts, after it has handled the keys read along with the previous Enter (its
+    typeahead): an Up typed right after Enter found no history and did nothing.
+    The lines go in now, and the buffer's own loading is marked done so that it
+    does not add them a second time. This reaches into the Buffer's working
+    lines (which prompt-toolkit's own commands use); a pty test covers it.
+    """
+    document = buffer.document
+    buffer._working_lines = collections.deque([*lines, document.text])
+    buffer.working_index = len(lines)  # resets the cursor, put back below
+    buffer.cursor_position = document.cursor_position
+    loaded: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    loaded.set_result(None)
+    buffer._load_history_task = loaded
 
 
 class _KeepsLines(Protocol):
