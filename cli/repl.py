@@ -2,16 +2,20 @@
 
 At a terminal the prompt stays live while a reply streams, so a prompt
 typed meanwhile is queued in the driver's inbox (with its id) and runs in
-order. When stdin is not a terminal, each line is handled after the
-previous one has finished, which makes piped scripts deterministic.
+order. The terminal stays in raw mode from the banner to the last prompt,
+so every key, typed at any moment, reaches the next prompt in order. When
+stdin is not a terminal, each line is handled after the previous one has
+finished, which makes piped scripts deterministic.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -30,6 +34,7 @@ from engine.threads.paths import ThreadNotFoundError
 from engine.threads.thread import resume_hint
 
 if TYPE_CHECKING:  # prompt-toolkit is imported only when a terminal needs it
+    from prompt_toolkit.buffer import Buffer
     from prompt_toolkit.document import Document
 
 
@@ -221,8 +226,13 @@ class PlainRepl:
                             display_meta=command.summary,
                         )
 
+        terminal = _held_raw_input()
         history = _prompt_history(prompt_history_path(self.runtime.home))
-        session: PromptSession[str] = PromptSession(history=history, completer=SlashCompleter())
+        async for _ in history.load():  # read once: each prompt then has it in place at once
+            pass
+        session: PromptSession[str] = PromptSession(
+            input=terminal, history=history, completer=SlashCompleter()
+        )
         printer = self.printer
         self._session = session
 
@@ -238,37 +248,46 @@ class PlainRepl:
                 app.invalidate()
 
         printer.on_partial = redraw
+
+        def history_in_place() -> None:
+            _put_history_in_place(session.default_buffer, history.get_strings())
+
         thread = self.runtime.thread
-        self.printer.say(
-            f"trove · thread {thread.id} · model {self.runtime.config.model.name}"
-            " — /help for commands, Ctrl-C cancels or clears, Ctrl-D quits"
-        )
-        # The prompt left unsent when the thread was last closed (engine.threads.draft).
-        draft: Document | str = "" if thread.read_only else current_draft(thread.log)
-        with patch_stdout(raw=True):
-            while True:
-                try:
-                    line = await session.prompt_async(message, default=draft)
-                    draft = ""
-                    history.accepted(line)
-                except KeyboardInterrupt:
-                    draft = self._interrupt(session.default_buffer.document, history)
-                    continue
-                except EOFError:  # only on an empty line: a kept draft was sent or dropped
-                    keep_draft(thread.log, "")
-                    break
-                if not is_command(line):
-                    await self.handle(line)
-                elif self.running_command is not None and not self.running_command.done():
-                    self.printer.notice("a command is still running; Ctrl-C cancels it")
-                else:
-                    # Commands run beside the prompt, so typing (and queueing
-                    # prompts) goes on while a long one such as /compact runs.
-                    self.running_command = asyncio.create_task(self.handle(line))
-                    self.running_command.add_done_callback(
-                        lambda task: self._after_command(session, task)
-                    )
-        await self._finish_command()
+        # Raw mode from here on, between prompts too: Ctrl-C, Ctrl-D and text typed at any
+        # moment wait in the terminal for the next prompt (_held_raw_input).
+        with terminal.held_raw_mode():
+            self.printer.say(
+                f"trove · thread {thread.id} · model {self.runtime.config.model.name}"
+                " — /help for commands, Ctrl-C cancels or clears, Ctrl-D quits"
+            )
+            # The prompt left unsent when the thread was last closed (engine.threads.draft).
+            draft: Document | str = "" if thread.read_only else current_draft(thread.log)
+            with patch_stdout(raw=True):
+                while True:
+                    try:
+                        line = await session.prompt_async(
+                            message, default=draft, pre_run=history_in_place
+                        )
+                        draft = ""
+                        history.accepted(line)
+                    except KeyboardInterrupt:
+                        draft = self._interrupt(session.default_buffer.document, history)
+                        continue
+                    except EOFError:  # only on an empty line: a kept draft was sent or dropped
+                        keep_draft(thread.log, "")
+                        break
+                    if not is_command(line):
+                        await self.handle(line)
+                    elif self.running_command is not None and not self.running_command.done():
+                        self.printer.notice("a command is still running; Ctrl-C cancels it")
+                    else:
+                        # Commands run beside the prompt, so typing (and queueing
+                        # prompts) goes on while a long one such as /compact runs.
+                        self.running_command = asyncio.create_task(self.handle(line))
+                        self.running_command.add_done_callback(
+                            lambda task: self._after_command(session, task)
+                        )
+            await self._finish_command()
 
     def _interrupt(self, typed: Document, history: _KeepsLines) -> Document | str:
         """Ctrl-C at the prompt, as in the app: stop what runs, else clear the line.
@@ -337,6 +356,62 @@ def prompt_history_path(home: Path) -> Path:
     from engine.util.private import private_dir, touch_private
 
     return touch_private(private_dir(home, base=home) / "prompt-history")
+
+
+def _held_raw_input() -> Any:
+    """The REPL's terminal input, which can hold raw mode for the whole session.
+
+    prompt-toolkit sets raw mode while a prompt runs, and gives the terminal back
+    to the line discipline between two prompts and while it prints above a live
+    one (run_in_terminal's cooked mode). A key typed in those moments was the
+    line discipline's: Ctrl-C a SIGINT that flushed the keys typed before it and,
+    with no prompt there to take it, was lost or ended trove (130); Ctrl-D an
+    end-of-file no prompt ever read; text echoed into the reply. Inside
+    `held_raw_mode()` both switches do nothing, so every key waits in the
+    terminal, in order, for the next prompt to read.
+    """
+    from prompt_toolkit.input.vt100 import Vt100Input
+
+    class HeldRawInput(Vt100Input):
+        _held = False
+
+        @contextlib.contextmanager
+        def held_raw_mode(self) -> Iterator[None]:
+            """Raw mode until the block ends, whatever prompts start and stop inside it;
+            the terminal's modes from before are restored then."""
+            with super().raw_mode():
+                self._held = True
+                try:
+                    yield
+                finally:
+                    self._held = False
+
+        def raw_mode(self) -> AbstractContextManager[None]:
+            return contextlib.nullcontext() if self._held else super().raw_mode()
+
+        def cooked_mode(self) -> AbstractContextManager[None]:
+            return contextlib.nullcontext() if self._held else super().cooked_mode()
+
+    return HeldRawInput(sys.stdin)
+
+
+def _put_history_in_place(buffer: Buffer, lines: list[str]) -> None:
+    """A prompt's history, in place before the prompt handles its first key.
+
+    prompt-toolkit fills a prompt's history from a task that its first drawing
+    starts, after it has handled the keys read along with the previous Enter (its
+    typeahead): an Up typed right after Enter found no history and did nothing.
+    The lines go in now, and the buffer's own loading is marked done so that it
+    does not add them a second time. This reaches into the Buffer's working
+    lines (which prompt-toolkit's own commands use); a pty test covers it.
+    """
+    document = buffer.document
+    buffer._working_lines = collections.deque([*lines, document.text])
+    buffer.working_index = len(lines)  # resets the cursor, put back below
+    buffer.cursor_position = document.cursor_position
+    loaded: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    loaded.set_result(None)
+    buffer._load_history_task = loaded
 
 
 class _KeepsLines(Protocol):
