@@ -111,6 +111,10 @@ class DriverState:
         """Schedule the claim of the next turn (engine.driver.admission)."""
         raise NotImplementedError
 
+    def _run_claim(self) -> None:
+        """Start the turn the scheduled claim would start (engine.driver.admission)."""
+        raise NotImplementedError
+
     async def _turn(self, items: list[InboxItem]) -> None:
         """Run one turn over the claimed items (engine.driver.turn_loop)."""
         raise NotImplementedError

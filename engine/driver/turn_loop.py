@@ -37,7 +37,11 @@ class TurnLoop(DriverState):
     # -- turns ---------------------------------------------------------------
 
     def cancel(self) -> bool:
-        """Stop the running turn; its partial reply is kept, marked cancelled."""
+        """Stop the running turn; its partial reply is kept, marked cancelled. A turn a
+        send has claimed but not started yet is stopped too: its prompts stay queued."""
+        if self._turn_task is None and self._claim is not None:
+            self._claim.cancel()
+            self._run_claim()  # the turn is made now, and cancelled before its first step
         if self._turn_task is None or self._turn_task.done():
             return False
         self._turn_task.cancel("cancelled by the user")
