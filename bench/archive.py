@@ -40,14 +40,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.config import TaskContinuityConfig  # noqa: E402
-from engine.continuity.extract import source_id  # noqa: E402
-from engine.continuity.records import Source  # noqa: E402
-from engine.continuity.search import HistoryView  # noqa: E402
-from engine.continuity.status import (
+from engine.continuity.archive.extract import source_id  # noqa: E402
+from engine.continuity.archive.records import Source  # noqa: E402
+from engine.continuity.archive.status import (
     Resolution,  # noqa: E402
     scope_binding,  # noqa: E402
 )
-from engine.continuity.store import MAX_PAGE_COUNT, ArchiveStore, capture_offloaded  # noqa: E402
+from engine.continuity.archive.store import MAX_PAGE_COUNT, ArchiveStore, capture_offloaded  # noqa: E402
+from engine.continuity.search.view import HistoryView  # noqa: E402
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 CJK_SENTENCES = [

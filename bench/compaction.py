@@ -38,9 +38,9 @@ from engine.compaction import Region, run_region
 from engine.compaction.prompt import summary_request_offloaded
 from engine.compaction.selection import select_offloaded
 from engine.config import TaskContinuityConfig
+from engine.continuity.archive.store import ArchiveStore
 from engine.continuity.capture import capture_hook
 from engine.continuity.context import ContinuityContext
-from engine.continuity.store import ArchiveStore
 from engine.log import SessionLog
 from engine.model import Completion
 from engine.surface import Entry, Surface

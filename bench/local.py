@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 from engine.config import LocalConfig
-from engine.local import (
+from engine.model.local.child import ChildLocalServer
+from engine.model.local.runner import (
     LocalModelClient,
     LocalServer,
     LocalSettings,
@@ -31,7 +32,6 @@ from engine.local import (
     find_bundled_model,
     xllamacpp_installed,
 )
-from engine.local_child import ChildLocalServer
 
 CONTEXT = LocalConfig().context
 """The context the app runs the offline model with by default (the KV cache scales with it)."""

@@ -50,8 +50,8 @@ import orjson
 from engine import events as ev
 from engine.events import KnownEvent
 from engine.log import SessionLog, paused_gc, snapshot
-from engine.session import LOG_NAME, thread_dir
 from engine.surface import Surface
+from engine.threads.paths import LOG_NAME, thread_dir
 
 REPLAY_TARGET = 200_000  # events/s
 RESUME_TARGET = 1.3  # x the baseline's launch to a ready prompt

@@ -25,7 +25,7 @@ bigram and a query matching nothing:
   may hold a match, as a new `trove` process does, with the fixture's files
   in the OS's page cache (each read once before: the VM lets them go when
   other benchmarks write a lot);
-- the CLI end to end (`python -m tui.cli history search CODE --all --json`,
+- the CLI end to end (`python -m cli.main history search CODE --all --json`,
   interpreter start included), p50, for scale.
 
 Run from the repository root:  python bench/search_all.py [--threads N] [--batches N]
@@ -54,15 +54,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.archive import CJK_SENTENCES, code, percentile, record_text, vocabulary  # noqa: E402
 from engine import events as ev  # noqa: E402
 from engine.config import TaskContinuityConfig  # noqa: E402
-from engine.continuity.across import MAX_THREADS, search_all  # noqa: E402
-from engine.continuity.extract import source_id  # noqa: E402
-from engine.continuity.records import Source  # noqa: E402
-from engine.continuity.status import archive_reference, scope_binding  # noqa: E402
-from engine.continuity.store import SCHEMA_VERSION, ArchiveStore, archive_path  # noqa: E402
+from engine.continuity.archive.extract import source_id  # noqa: E402
+from engine.continuity.archive.records import Source  # noqa: E402
+from engine.continuity.archive.status import archive_reference, scope_binding  # noqa: E402
+from engine.continuity.archive.store import SCHEMA_VERSION, ArchiveStore, archive_path  # noqa: E402
 from engine.log.line_codec import encode_line  # noqa: E402
-from engine.private import private_dir  # noqa: E402
-from engine.session import LOG_NAME, thread_dir  # noqa: E402
-from engine.thread_summary import CACHE_NAME  # noqa: E402
+from engine.threads.paths import LOG_NAME, thread_dir
+from engine.util.private import private_dir  # noqa: E402
+from engine.workspace.search_all import MAX_THREADS, search_all  # noqa: E402
+from engine.workspace.summary import CACHE_NAME  # noqa: E402
 
 FIXTURE_VERSION = "f7"
 """Bumped whenever `build_thread` writes something different."""
@@ -323,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         query = rng.choice(codes)
         started = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "-m", "tui.cli", "--home", str(home)]
+            [sys.executable, "-m", "cli.main", "--home", str(home)]
             + ["history", "search", query, "--all", "--json"],
             capture_output=True,
             env=env,

@@ -10,7 +10,7 @@ temporary --home and a --config pointing at a scripted OpenAI-compatible
 server that runs in its own process (real sockets, real SSE, the real
 `openai` client). The only thing added to the child is an autopilot (the
 `auto_pilot` hook of `App.run`), injected by wrapping `App.run` before
-`tui.cli` is imported; it measures and reports through a pipe.
+`cli.main` is imported; it measures and reports through a pipe.
 
 1. launch: wall time from spawning the interpreter to "ready": the end of
    the first frame drawn with the prompt focused and the thread open,
@@ -515,7 +515,7 @@ class _Typist:
 async def _scenario_stream(pilot: Pilot[Any], trove: bool, args: argparse.Namespace) -> None:
     import asyncio
 
-    from tests.scripted_server import words
+    from devtools.scripted_server import words
     from tui.widgets.assistant_message import AssistantMessage
     from tui.widgets.prompt_input import PromptInput
     from tui.widgets.transcript import Transcript
@@ -705,7 +705,7 @@ def _when_imported(name: str, patch: Callable[[Any], None]) -> None:
 
 
 def child_main(args: argparse.Namespace, rest: Sequence[str]) -> int:
-    """Run Trove (via tui.cli) or the bare app with an autopilot that measures."""
+    """Run Trove (via cli.main) or the bare app with an autopilot that measures."""
     try:
         trove = args.child_app == "trove"
         scenario = SCENARIOS[args.child]
@@ -732,7 +732,7 @@ def child_main(args: argparse.Namespace, rest: Sequence[str]) -> int:
         _when_imported("textual.screen", _ReadyFrame.watch_screen)
         _when_imported("textual.app", hook_run)
         if trove:
-            from tui.cli import main
+            from cli.main import main
 
             profile_to = os.environ.get("TROVE_BENCH_PROFILE")
             if not profile_to:
@@ -763,7 +763,7 @@ def serve_main(mode: str, rate: float) -> int:
     `keys`: two short replies, then a summary held (before any byte) until the
     client goes away. `stream`: every request gets 4,000 paced one-word chunks.
     """
-    from tests import scripted_server as s
+    from devtools import scripted_server as s
 
     original_event = s._Handler._event
 
@@ -1104,7 +1104,7 @@ def write_big_thread(home: Path, messages: int) -> tuple[str, int]:
     """A thread of `messages` user/assistant messages (with their turn markers)."""
     from engine import events as ev
     from engine.log import SessionLog
-    from engine.session import LOG_NAME, thread_dir
+    from engine.threads.paths import LOG_NAME, thread_dir
 
     thread_id = "bench-big"
     path = thread_dir(home, USER_ID, thread_id) / LOG_NAME
@@ -1142,7 +1142,7 @@ def write_big_thread(home: Path, messages: int) -> tuple[str, int]:
 def bench_resume(work: Path, base_url: str, sizes: Sequence[int], runs: int) -> None:
     """Spawn -> ready of a resumed thread per size, against the baseline's launch."""
     config = write_config(work, base_url)
-    from engine.session import thread_dir
+    from engine.threads.paths import thread_dir
 
     threads: dict[int, tuple[list[str], int, float, Path]] = {}
     for size in sizes:

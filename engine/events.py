@@ -257,7 +257,7 @@ class SessionRewind(Event, tag="session/rewind", kw_only=True, frozen=True):
 class PromptDraft(Event, tag="prompt/draft", kw_only=True, frozen=True):
     """What the prompt held, unsent, when a front end closed the thread ("" once it no
     longer holds what an earlier draft kept): the next front end to open the thread
-    puts it back (engine.draft). Nothing the user typed is lost by quitting."""
+    puts it back (engine.threads.draft). Nothing the user typed is lost by quitting."""
 
     text: str = ""
 

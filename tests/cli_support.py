@@ -36,9 +36,9 @@ _CAPPED = (
     "import resource, runpy, sys\n"
     "cap = int(sys.argv.pop(1))\n"
     "resource.setrlimit(resource.RLIMIT_AS, (cap, cap))\n"
-    "runpy.run_module('tui.cli', run_name='__main__', alter_sys=True)\n"
+    "runpy.run_module('cli.main', run_name='__main__', alter_sys=True)\n"
 )
-"""`python -m tui.cli` with its address space capped first (by the child itself: a
+"""`python -m cli.main` with its address space capped first (by the child itself: a
 `preexec_fn` is not safe to run in a forked copy of a test process that has threads)."""
 
 
@@ -54,7 +54,7 @@ def trove(
     space (bytes): an allocation past it is a MemoryError in the child instead of the
     machine's memory."""
     if memory is None:
-        command = [sys.executable, "-m", "tui.cli", *args]
+        command = [sys.executable, "-m", "cli.main", *args]
     else:
         command = [sys.executable, "-c", _CAPPED, str(memory), *args]
     if stdin_from is not None:

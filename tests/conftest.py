@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from devtools.scripted_server import ScriptedServer
 from tests.cli_support import Env, write_config
-from tests.scripted_server import ScriptedServer
 from tests.support import close_all_opened
 
 

@@ -30,7 +30,7 @@ from msgspec.structs import replace
 
 from engine import events as ev
 from engine.config import load_config
-from engine.continuity.store import ArchiveStore
+from engine.continuity.archive.store import ArchiveStore
 from engine.log import parse_line
 from engine.runtime import Runtime
 

@@ -37,17 +37,18 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from devtools.file_damage import keep_drawn
 from engine import events as ev
 from engine.config import Config, load_config
-from engine.continuity.across import search_all
-from engine.continuity.cli import cli_search, thread_snapshot
-from engine.continuity.search import HistoryView
-from engine.draft import current_draft, keep_draft
+from engine.continuity.search.view import HistoryView
 from engine.log import read_events, snapshot
 from engine.runtime import Runtime
-from engine.session import LOG_NAME, Thread, thread_dir
-from engine.thread_summary import summarize
-from tui import drawn_lines
+from engine.threads.draft import current_draft, keep_draft
+from engine.threads.paths import LOG_NAME, thread_dir
+from engine.threads.thread import Thread
+from engine.workspace.reports import cli_search, thread_snapshot
+from engine.workspace.search_all import search_all
+from engine.workspace.summary import summarize
 
 USER = "local"
 THREAD = "fix"
@@ -94,23 +95,6 @@ def findable(view: HistoryView, fact: str) -> bool:
         if fact in item.get("excerpt", "") or fact in str(view.read(item["id"]).get("text", "")):
             return True
     return False
-
-
-def keep_drawn(rt: Runtime) -> None:
-    """What the app's quit keeps: the newest reply's lines (written the way it does)."""
-    replies = [e for e in rt.thread.log.events if isinstance(e, ev.AssistantMessage)]
-    if not replies or not replies[-1].content:
-        return
-    text = replies[-1].content
-    line: list[drawn_lines.Segment] = [(text, None)]
-    reply = drawn_lines.DrawnReply(
-        replies[-1].seq,
-        drawn_lines.digest(text),
-        80,
-        drawn_lines.style_key("textual-dark", "none"),
-        [line],
-    )
-    drawn_lines.save(rt.thread.dir, [reply])
 
 
 async def _turn(rt: Runtime, text: str, *, waking: bool = True) -> None:
@@ -218,7 +202,7 @@ def _peak_kib() -> int:
 
 
 async def open_case(config_path: Path, case: dict[str, str]) -> dict[str, Any]:
-    from tui.opening import Opening
+    from tui.startup.opening import Opening
 
     home = Path(case["home"])
     config = load_config(config_path, home=home)

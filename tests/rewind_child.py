@@ -13,8 +13,8 @@ from typing import Any
 
 from engine import events as ev
 from engine.config import load_config
-from engine.rewind import choose, rewind
 from engine.runtime import Runtime
+from engine.runtime.rewind import choose, rewind
 from tests.crash_child import die
 
 

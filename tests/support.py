@@ -11,12 +11,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from devtools.scripted_server import ScriptedServer
 from engine.driver import Driver
 from engine.events import LogEvent
 from engine.log import SessionLog
 from engine.model import ModelClient
-from engine.tools import Tool, ToolBox
-from tests.scripted_server import ScriptedServer
+from engine.model.tools import Tool, ToolBox
 
 LIMIT = 10.0
 """Seconds a test waits for a state before it fails (a bound, never a delay)."""

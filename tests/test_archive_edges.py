@@ -14,14 +14,14 @@ import pytest
 from engine import events as ev
 from engine.config import TaskContinuityConfig
 from engine.continuity import ArchiveStore, CaptureError, Source, source_id
+from engine.continuity.archive.status import archive_reference, scope_binding
+from engine.continuity.archive.store import SCHEMA_VERSION, archive_path
 from engine.continuity.batch_report import batch_sources, batches_report
-from engine.continuity.cli import cli_notes, cli_read, cli_search
 from engine.continuity.context import Snapshot
-from engine.continuity.search import HistoryView
-from engine.continuity.status import archive_reference, scope_binding
-from engine.continuity.store import SCHEMA_VERSION, archive_path
+from engine.continuity.search.view import HistoryView
 from engine.log import SessionLog
-from engine.session import LOG_NAME, thread_dir
+from engine.threads.paths import LOG_NAME, thread_dir
+from engine.workspace.reports import cli_notes, cli_read, cli_search
 from tests.cli_support import Env, trove
 
 SCOPE = scope_binding("local", "t1")

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from engine.config import TaskContinuityConfig
-from engine.continuity import ArchiveStore, Source, fts, source_id
-from engine.continuity.query import RANK_WINDOW
+from engine.continuity import ArchiveStore, Source, source_id
+from engine.continuity.archive import fts
+from engine.continuity.archive.query import RANK_WINDOW
 
 
 def rec(seq: int, text: str, role: str = "user") -> Source:

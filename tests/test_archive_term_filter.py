@@ -7,7 +7,8 @@ import sqlite3
 from pathlib import Path
 
 from engine.config import TaskContinuityConfig
-from engine.continuity import ArchiveStore, Source, fts, source_id, term_filter
+from engine.continuity import ArchiveStore, Source, source_id
+from engine.continuity.archive import fts, term_filter
 
 MIXED = [
     "Deploy DB-4471 to prod; naïve CAFÉ Straße İstanbul ǅemal ﬁle K-9 ①②",
@@ -73,7 +74,7 @@ def test_filters_change_no_hit_and_leave_with_their_batch(tmp_path: Path) -> Non
 def test_filters_differ_in_size_so_one_collision_does_not_repeat_everywhere() -> None:
     """A term that collides with a common word collides wherever the filters share a size;
     batches (by term count) and archives (by scope) each have their own."""
-    from engine.continuity import archive_terms
+    from engine.continuity.archive import terms as archive_terms
 
     sizes = {term_filter.size_for(n) for n in range(2000, 2100)}
     assert len(sizes) > 50

@@ -20,14 +20,16 @@ import pytest
 
 from engine import events as ev
 from engine.config import TaskContinuityConfig
-from engine.continuity import archive_terms, fts
-from engine.continuity.across import search_all
-from engine.continuity.active_terms import held, term_patterns
-from engine.continuity.extract import source_id
-from engine.continuity.records import Source
-from engine.continuity.status import archive_reference, scope_binding
-from engine.continuity.store import ArchiveStore, archive_path
-from engine.session import Thread, thread_dir
+from engine.continuity.archive import fts
+from engine.continuity.archive import terms as archive_terms
+from engine.continuity.archive.extract import source_id
+from engine.continuity.archive.records import Source
+from engine.continuity.archive.status import archive_reference, scope_binding
+from engine.continuity.archive.store import ArchiveStore, archive_path
+from engine.continuity.search.active_terms import held, term_patterns
+from engine.threads.paths import thread_dir
+from engine.threads.thread import Thread
+from engine.workspace.search_all import search_all
 from tests.cli_support import Env, trove
 
 
@@ -343,7 +345,7 @@ def test_the_summary_format_holds_the_batch_keys(tmp_path: Path) -> None:
     home = tmp_path / "home"
     t = Compacting(home, "t")
     batch = t.compact("words")
-    from engine.thread_summary import summarize
+    from engine.workspace.summary import summarize
 
     refs = summarize(home, "local", "t").scan.refs
     assert [(r.batch, r.start) for r in refs] == [(batch, t.keys[batch])]

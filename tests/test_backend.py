@@ -15,16 +15,16 @@ from typing import Any
 import pytest
 from msgspec.structs import replace
 
-import engine.backend as backend_mod
-from engine.backend import (
+import engine.model.backend as backend_mod
+from engine.config import ConfigError, parse_config
+from engine.model import ModelClient, ModelError
+from engine.model.backend import (
     DEFAULT_LOCAL_MAX_TOKENS,
     BackendError,
     UnconfiguredClient,
     choose_backend,
 )
-from engine.config import ConfigError, parse_config
-from engine.local import LocalModelClient, default_threads, model_alias, model_label
-from engine.model import ModelClient, ModelError
+from engine.model.local.runner import LocalModelClient, default_threads, model_alias, model_label
 
 BUNDLED_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from devtools import scripted_server as s
+from devtools.scripted_server import ScriptedServer
 from engine import events as ev
 from engine.log import Event, read_events
-from tests import scripted_server as s
 from tests.cli_support import Env, trove, write_config
-from tests.scripted_server import ScriptedServer
 from tests.support import chat_messages, of_kind
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import gc
 import threading
 
-from engine import collector
-from engine.collector import paused_gc
+from engine.util import collector
+from engine.util.collector import paused_gc
 
 
 def test_overlapping_pauses_end_only_when_the_last_one_ends() -> None:

@@ -11,21 +11,21 @@ from typing import Any
 import orjson
 import pytest
 
+from devtools import scripted_server as s
 from engine import events as ev
 from engine.compaction import CompactionError, InvalidRangeError, Region, run_region
 from engine.compaction import selection as selection_module
 from engine.compaction.selection import select_range, span_problem
 from engine.config import TaskContinuityConfig, parse_config
 from engine.continuity import capture as capture_module
+from engine.continuity.archive.store import ArchiveStore
 from engine.continuity.context import ContinuityContext
-from engine.continuity.store import ArchiveStore
 from engine.log import SessionLog, read_events
 from engine.model import Completion
+from engine.model.tools import ToolBox
 from engine.runtime import Runtime
-from engine.session import Thread
 from engine.surface import Surface
-from engine.tools import ToolBox
-from tests import scripted_server as s
+from engine.threads.thread import Thread
 from tests.support import chat_messages, client_for, echo_tool, kinds, of_kind, opened
 
 

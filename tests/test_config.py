@@ -26,7 +26,7 @@ from engine.config import (
     parse_config,
     valid_user_id,
 )
-from engine.config_schema import leaves
+from engine.config.schema import leaves
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "config.example.yaml"
 

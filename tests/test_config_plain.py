@@ -1,6 +1,6 @@
 """The plain config reader gives exactly PyYAML's data, or hands the file to PyYAML.
 
-engine.config_plain reads the subset of YAML nearly every config is written
+engine.config.plain reads the subset of YAML nearly every config is written
 in, so a launch with a config file does not import PyYAML (about 20 ms). Its
 one duty is never to differ: for every text it accepts, the strict loader
 must give the same data, type for type (True is not 1, 1 is not 1.0), and a
@@ -21,10 +21,10 @@ import pytest
 import yaml
 
 from engine.config import load_config
-from engine.config_file import yaml_scalar
-from engine.config_plain import parse_plain, plain_scalar
-from engine.config_yaml import _StrictLoader
-from engine.config_yaml import yaml_scalar as pyyaml_scalar
+from engine.config.plain import parse_plain, plain_scalar
+from engine.config.reader import yaml_scalar
+from engine.config.yaml_reader import _StrictLoader
+from engine.config.yaml_reader import yaml_scalar as pyyaml_scalar
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "config.example.yaml"

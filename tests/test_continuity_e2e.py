@@ -8,14 +8,14 @@ from pathlib import Path
 
 from msgspec import UNSET
 
+from devtools import scripted_server as s
 from engine import events as ev
 from engine.config import parse_config
 from engine.continuity import ArchiveStore, archive_path
-from engine.continuity.cli import cli_notes, cli_search
 from engine.log import read_events
 from engine.runtime import Runtime
-from engine.session import fork_thread
-from tests import scripted_server as s
+from engine.workspace.fork import fork_thread
+from engine.workspace.reports import cli_notes, cli_search
 from tests.cli_support import Env, trove
 from tests.support import client_for, of_kind, opened
 
@@ -134,7 +134,7 @@ async def test_fork_copies_messages_and_notes_but_not_the_archive(tmp_path: Path
     store = ArchiveStore(archive_path(rt.thread.dir), rt.config.task_continuity, readonly=True)
     source = store.sources(1)[0].source_id
     store.close()
-    from engine.continuity.notes import write_note
+    from engine.continuity.notes.note import write_note
 
     write_note(rt.thread.log.append, "code", CODE, [source])
     parent = rt.thread.id

@@ -6,12 +6,12 @@ from engine import events as ev
 from engine.continuity import (
     OfferedMessage,
     extract_records,
-    fts,
     hidden_seqs,
     is_source_id,
     source_id,
     surface_inputs,
 )
+from engine.continuity.archive import fts
 from engine.surface import Surface
 
 

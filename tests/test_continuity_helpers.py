@@ -30,8 +30,8 @@ from engine.continuity import (
     surface_inputs,
 )
 from engine.log import SessionLog
-from engine.session import Thread
 from engine.surface import Entry, Surface
+from engine.threads.thread import Thread
 
 USER = "alice"
 

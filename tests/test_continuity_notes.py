@@ -8,7 +8,7 @@ import pytest
 
 from engine import events as ev
 from engine.continuity import NoteError, normalize_notebook, note_event, notebook_at, write_note
-from engine.continuity.notes import MAX_NOTES
+from engine.continuity.notes.note import MAX_NOTES
 from engine.log import LogCorruptError, from_dict
 
 SID = "r" + "a" * 32

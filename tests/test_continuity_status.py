@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.continuity import archive_failure, scope_binding
-from engine.continuity.status import STATUSES, HistoryScan, Resolution
-from engine.continuity.status import resolve as resolve_events
-from engine.continuity.status import scan_history as scan_events
+from engine.continuity.archive.status import STATUSES, HistoryScan, Resolution
+from engine.continuity.archive.status import resolve as resolve_events
+from engine.continuity.archive.status import scan_history as scan_events
 from engine.events import LogEvent
 from engine.log import from_dict
 

@@ -19,10 +19,10 @@ from engine.continuity import (
     CaptureError,
     Source,
     capture_offloaded,
-    schema,
     source_id,
 )
-from engine.continuity.store import APPLICATION_ID, SCHEMA_VERSION
+from engine.continuity.archive import schema
+from engine.continuity.archive.store import APPLICATION_ID, SCHEMA_VERSION
 
 
 def rec(seq: int, text: str, role: str = "user") -> Source:
@@ -459,8 +459,8 @@ def test_a_first_capture_committing_mid_check_reads_as_empty_not_foreign(path: P
     """Found as a rare failure of the test above: a store checking a new, empty archive read
     its header (zero) before another store's first capture committed and its tables after,
     and called the file "not a Trove archive". The check now reads in one snapshot."""
-    from engine.continuity.archive_file import connect
-    from engine.continuity.schema import migrate, schema_state
+    from engine.continuity.archive.file import connect
+    from engine.continuity.archive.schema import migrate, schema_state
 
     path.parent.mkdir(parents=True)
     first = connect(path, "rwc")

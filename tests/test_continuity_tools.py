@@ -21,10 +21,10 @@ from engine.continuity import (
     notebook_message,
     source_id,
 )
-from engine.continuity.cli import cli_notes, cli_read, cli_search, render_notes, render_search
-from engine.session import Thread
+from engine.model.tools import ToolBox
 from engine.surface import Surface
-from engine.tools import ToolBox
+from engine.threads.thread import Thread
+from engine.workspace.reports import cli_notes, cli_read, cli_search, render_notes, render_search
 from tests.test_continuity_helpers import USER, compact, config, new_thread, say, store_for
 
 CODE = "ZX-4471-QV"
@@ -604,7 +604,7 @@ async def test_repeated_searches_do_not_crowd_out_the_original(home: Path) -> No
 
 
 def test_thread_deletion_removes_the_archive(home: Path) -> None:
-    from engine.session import delete_thread
+    from engine.threads.thread import delete_thread
 
     thread = new_thread(home)
     planted(thread)

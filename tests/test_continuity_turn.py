@@ -6,6 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
+from devtools import scripted_server as s
 from engine import events as ev
 from engine.continuity import (
     AUTHORITY_CONTRACT,
@@ -14,10 +15,9 @@ from engine.continuity import (
     context_builder,
     source_id,
 )
-from engine.continuity.cli import cli_notes
 from engine.driver import Driver
-from engine.tools import ToolBox
-from tests import scripted_server as s
+from engine.model.tools import ToolBox
+from engine.workspace.reports import cli_notes
 from tests.support import client_for, of_kind, opened
 from tests.test_continuity_helpers import USER, compact, new_thread, say, store_for
 

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
+from devtools import scripted_server as s
+from devtools.scripted_server import ScriptedServer
 from engine import events as ev
 from engine.log import SessionLog, read_events
-from engine.session import list_threads
-from tests import scripted_server as s
+from engine.workspace.listing import list_threads
 from tests.cli_support import Env, trove
-from tests.scripted_server import ScriptedServer
 
 TS = "2025-01-01T00:00:00.000Z"
 SOURCE = "r" + "0" * 32

@@ -21,12 +21,12 @@ from pathlib import Path
 
 import pytest
 
+from devtools import scripted_server as s
+from devtools.scripted_server import ScriptedServer
 from engine import events as ev
 from engine.config import Config, parse_config
 from engine.log import read_events
 from engine.runtime import Runtime
-from tests import scripted_server as s
-from tests.scripted_server import ScriptedServer
 from tests.support import LIMIT, chat_messages, client_for, of_kind
 
 SEED = 20250425

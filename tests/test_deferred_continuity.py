@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from devtools import scripted_server as s
 from engine import events as ev
 from engine.config import parse_config
 from engine.continuity import AUTHORITY_CONTRACT
 from engine.runtime import Runtime, open_thread
-from tests import scripted_server as s
 from tests.support import client_for, of_kind, opened
 
 
@@ -92,7 +92,7 @@ def test_resuming_a_thread_never_compacted_imports_no_continuity(tmp_path: Path)
     import sys
 
     from engine.log import SessionLog
-    from engine.session import LOG_NAME, thread_dir
+    from engine.threads.paths import LOG_NAME, thread_dir
 
     log = SessionLog.open(thread_dir(tmp_path, "local", "plain") / LOG_NAME)
     log.append(ev.UserMessage(text="hello"))

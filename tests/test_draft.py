@@ -1,10 +1,11 @@
-"""engine.draft: the prompt kept unsent is the newest `prompt/draft` on the thread's line."""
+"""engine.threads.draft: the prompt kept unsent is the newest `prompt/draft` on the
+thread's line."""
 
 from __future__ import annotations
 
 from engine import events as ev
-from engine.draft import current_draft, keep_draft
 from engine.log import SessionLog
+from engine.threads.draft import current_draft, keep_draft
 
 
 def test_a_draft_is_kept_once_and_follows_the_line(tmp_path):

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 
+from devtools import scripted_server as s
 from engine import events as ev
 from engine.driver import DriverClosedError
 from engine.log import SessionLog
-from engine.tools import ToolBox
-from tests import scripted_server as s
+from engine.model.tools import ToolBox
 from tests.support import echo_tool, first_delta, kinds, make_driver, of_kind
 
 
@@ -329,3 +329,36 @@ async def test_input_left_queued_runs_one_turn_each_before_the_next_prompt(tmp_p
     ]
     assert len(server.requests) == 3 and d2.inbox == []
     await d2.aclose()
+
+
+async def test_a_turn_cancelled_before_it_started_gives_its_prompt_back(tmp_path, server):
+    """The claim created the turn's task but the loop has not run it yet: cancelling it
+    then must not lose the prompts it took from the queue, nor leave the driver busy."""
+    server.script(s.text("the answer"))
+    d = make_driver(tmp_path, server)
+    item = d.send("asked, then cancelled at once")
+    await asyncio.sleep(0)  # one step of the loop: the claim ran, the turn has not
+    assert d.running_turn is None and not d.inbox  # taken by a turn not yet started
+    assert d.cancel()
+    await _settled(d)
+    assert [(i.id, i.text, i.waking) for i in d.inbox] == [
+        (item, "asked, then cancelled at once", False)
+    ]
+    assert ev.TurnStart not in kinds(d.log.events)
+    d.send("and now")  # the prompt given back runs first, with the next one
+    await _settled(d)
+    assert [m.text for m in of_kind(d.log.events, ev.UserMessage)] == [
+        "asked, then cancelled at once",
+        "and now",
+    ]
+
+
+async def test_cancel_while_the_claim_is_scheduled_stops_the_turn_before_it_starts(
+    tmp_path, server
+):
+    d = make_driver(tmp_path, server)
+    item = d.send("sent, then Esc in the same tick")
+    assert d.cancel()
+    await _settled(d)
+    assert [(i.id, i.waking) for i in d.inbox] == [(item, False)]
+    assert len(server.requests) == 0

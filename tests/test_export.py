@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from devtools import scripted_server as s
+from devtools.scripted_server import ScriptedServer
 from engine import events as ev
 from engine.config import parse_config
-from engine.export import thread_markdown
+from engine.model.tools import ToolBox
 from engine.runtime import Runtime
-from engine.tools import ToolBox
-from tests import scripted_server as s
-from tests.scripted_server import ScriptedServer
+from engine.runtime.export import thread_markdown
 from tests.support import LIMIT, client_for, echo_tool, first_delta, opened
 
 

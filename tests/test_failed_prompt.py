@@ -16,18 +16,18 @@ from typing import Any
 
 import pytest
 
+from devtools import scripted_server as s
+from devtools.scripted_server import ScriptedServer
 from engine import events as ev
 from engine.config import parse_config
-from engine.draft import withdrawn_text
 from engine.driver import Driver
 from engine.log import SessionLog
 from engine.model import ModelClient
+from engine.model.tools import ToolBox
 from engine.runtime import Runtime
 from engine.surface import Surface
-from engine.tools import ToolBox
-from tests import scripted_server as s
+from engine.threads.draft import withdrawn_text
 from tests.cli_support import Env, trove
-from tests.scripted_server import ScriptedServer
 from tests.support import chat_messages, client_for, echo_tool, make_driver, of_kind, opened
 
 PROMPT = "what is the deploy code?"

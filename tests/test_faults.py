@@ -27,15 +27,16 @@ from typing import Any
 
 import pytest
 
+from devtools import scripted_server as s
 from engine import events as ev
 from engine.config import load_config
-from engine.continuity.cli import cli_search
-from engine.draft import withdrawn_text
 from engine.log import read_events
 from engine.runtime import INTERRUPTED_COMPACTION, Runtime
-from engine.session import LOG_NAME, Thread, thread_dir
 from engine.surface import Surface
-from tests import scripted_server as s
+from engine.threads.draft import withdrawn_text
+from engine.threads.paths import LOG_NAME, thread_dir
+from engine.threads.thread import Thread
+from engine.workspace.reports import cli_search
 from tests.fault_child import FACTS, FAULTS, MODES, POINTS
 from tests.support import client_for, of_kind
 
@@ -154,7 +155,7 @@ async def test_a_fault_anywhere_in_compaction_loses_nothing(tmp_path, server, mo
         assert log.tail.open_compact is None
         queued = {e.seq: e.text for e in of_kind(log.events, ev.InboxQueued)}
         # A prompt is in the conversation, still queued, or was given back to be sent
-        # again (a turn that failed before any reply withdrew it: engine.draft).
+        # again (a turn that failed before any reply withdrew it: engine.threads.draft).
         ends = of_kind(log.events, ev.TurnEnd)
         given_back = "\n\n".join(withdrawn_text(log, end) for end in ends if end.withdrawn)
         withdrawn = {seq for end in ends for seq in end.withdrawn}

@@ -45,11 +45,11 @@ from typing import Any
 
 import pytest
 
+from devtools import scripted_server as s
+from devtools.file_damage import DAMAGES, NAMES, damage_file
 from engine.compaction.prompt import SUMMARY_INSTRUCTIONS
 from tests import file_fault_child as child
-from tests import scripted_server as s
 from tests.cli_support import REPO, _clean_env
-from tests.file_damage import DAMAGES, NAMES, damage_file
 
 FILES = ("log", "lock", "archive", "terms", "snapshot", "drawn", "summary", "draft")
 STATES = ("closed", "open")

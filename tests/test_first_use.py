@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from devtools import scripted_server as s
+from devtools.scripted_server import ScriptedServer
 from engine import events as ev
 from engine.log import read_events
-from engine.session import Thread
-from tests import scripted_server as s
+from engine.threads.thread import Thread
 from tests.cli_support import Env, trove
-from tests.scripted_server import ScriptedServer
 
 
 def _threads(home: Path) -> list[str]:
@@ -110,7 +110,7 @@ def _at_a_terminal(env: Env, keys: list[bytes], wait_for: list[bytes]) -> str:
 
     main, child = pty.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tui.cli", "--plain", *env.common],
+        [sys.executable, "-m", "cli.main", "--plain", *env.common],
         stdin=child,
         stdout=child,
         stderr=child,

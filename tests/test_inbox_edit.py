@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 
+from devtools import scripted_server as s
 from engine import events as ev
 from engine.driver import Driver
 from engine.log import SessionLog
-from tests import scripted_server as s
 from tests.support import client_for, make_driver, of_kind, opened
 
 

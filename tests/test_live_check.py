@@ -1,4 +1,4 @@
-"""scripts/live_continuity_check.py, run as a process against a scripted "real" endpoint.
+"""devtools/live_check.py, run as a process against a scripted "real" endpoint.
 
 The script exists for real models, but its plumbing (endpoints file, forced
 compaction with the omit-codes summary, resume, the recovery checks, the
@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 
+from devtools import scripted_server as s
+from devtools.scripted_server import Reply, ScriptedServer
 from engine.compaction.prompt import SUMMARY_INSTRUCTIONS
-from tests import scripted_server as s
-from tests.scripted_server import Reply, ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "scripts" / "live_continuity_check.py"
+
 API_KEY = "sk-live-check-secret-0123456789"
 OMIT_MARK = "do not include any batch codes"
 BACKTICKED = re.compile(r"`([^`]+)`")
@@ -127,7 +127,7 @@ def _endpoints(tmp_path: Path, server: ScriptedServer, *, key: bool = True) -> P
 
 def _run(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(SCRIPT), *map(str, args)],
+        [sys.executable, "-m", "devtools.live_check", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=120,

@@ -20,16 +20,16 @@ from urllib.parse import urlsplit
 import pytest
 
 from engine import events as ev
-from engine.backend import Backend, choose_backend
 from engine.config import parse_config
-from engine.local import (
+from engine.model import ModelClient, ModelError
+from engine.model.backend import Backend, choose_backend
+from engine.model.local.runner import (
     LocalModelClient,
     LocalServer,
     LocalSettings,
     find_bundled_model,
     xllamacpp_installed,
 )
-from engine.model import ModelClient, ModelError
 from engine.runtime import Runtime
 from tests.support import of_kind
 
@@ -151,7 +151,7 @@ def test_launching_with_the_local_backend_loads_no_server(tmp_path: Path) -> Non
         """
         import asyncio, sys
         from pathlib import Path
-        from engine.backend import choose_backend
+        from engine.model.backend import choose_backend
         from engine.config import parse_config
         from engine.runtime import Runtime
 

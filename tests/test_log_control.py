@@ -13,7 +13,7 @@ from pathlib import Path
 import msgspec
 
 from engine import events as ev
-from engine.continuity.status import archive_failure, scan_history, scope_binding
+from engine.continuity.archive.status import archive_failure, scan_history, scope_binding
 from engine.driver import Driver
 from engine.log import SessionLog, TailState
 from engine.log.control import is_control

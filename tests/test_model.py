@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from devtools.scripted_server import ScriptedServer, drop, error, overflow, text, tool_calls
 from engine.model import Completion, ContextOverflowError, ModelClient, ModelError, ToolCall
-from tests.scripted_server import ScriptedServer, drop, error, overflow, text, tool_calls
 
 ROOT = Path(__file__).resolve().parent.parent
 MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello there"}]

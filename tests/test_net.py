@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from engine.backend import choose_backend
+from devtools import scripted_server as s
+from devtools.scripted_server import ScriptedServer
 from engine.config import parse_config
-from engine.local import xllamacpp_installed
 from engine.model import ModelClient, ModelError
+from engine.model.backend import choose_backend
+from engine.model.local.runner import xllamacpp_installed
 from engine.port import Retrying
-from tests import scripted_server as s
 from tests.cli_support import trove
-from tests.scripted_server import ScriptedServer
 from tests.support import opened
 
 
@@ -144,7 +144,7 @@ def test_resume_says_when_a_quit_interrupted_a_compaction(
     # seam found open is stale; one the closing session cancelled was cut off by the quit.
     from engine import events as ev
     from engine.runtime import INTERRUPTED_COMPACTION
-    from engine.session import Thread
+    from engine.threads.thread import Thread
 
     thread = Thread.create(tmp_path, "local", "t-quit")
     thread.log.append(ev.UserMessage(text="hello"))

@@ -18,8 +18,8 @@ import pytest
 
 from engine import events as ev
 from engine.log import LogWriteError, read_events
-from engine.session import Thread
-from engine.thread_lock import ThreadLockedError
+from engine.threads.lock import ThreadLockedError
+from engine.threads.thread import Thread
 from tests.cli_support import REPO, trove
 from tests.support import of_kind
 
@@ -88,7 +88,7 @@ async def test_the_lock_dies_with_a_killed_process(env):
     code = (
         "import sys, time\n"
         "from pathlib import Path\n"
-        "from engine.session import Thread\n"
+        "from engine.threads.thread import Thread\n"
         "t = Thread.resume(Path(sys.argv[1]), 'local', 'shared')\n"
         "print('held', flush=True)\n"
         "sys.stdin.read()\n"
@@ -115,7 +115,7 @@ async def test_two_plain_sessions_on_one_thread_leave_a_loadable_thread(env):
     """The reported race: while one session writes, a second is refused, whatever it is
     fed, and the first one's log stays whole."""
     _thread(env).close()
-    args = ["-m", "tui.cli", *env.common, "--thread", "shared", "--plain"]
+    args = ["-m", "cli.main", *env.common, "--thread", "shared", "--plain"]
     from tests.cli_support import _clean_env
 
     first = await asyncio.create_subprocess_exec(
@@ -154,7 +154,7 @@ _HOLDER = (
     "import sys\n"
     "from pathlib import Path\n"
     "from engine import events as ev\n"
-    "from engine.session import Thread\n"
+    "from engine.threads.thread import Thread\n"
     "t = Thread.resume(Path(sys.argv[1]), 'local', 'shared')\n"
     "print('held', flush=True)\n"
     "for line in sys.stdin:\n"
@@ -223,7 +223,7 @@ def test_where_a_directory_cannot_be_locked_the_lock_file_still_is(env, monkeypa
     import errno
     import stat
 
-    from engine import thread_lock
+    from engine.threads import lock as thread_lock
 
     real = thread_lock._flock
 
@@ -251,7 +251,7 @@ def test_a_refusal_reads_only_the_head_of_a_lock_file_grown_huge(env, monkeypatc
     import resource
     import stat
 
-    from engine import thread_lock
+    from engine.threads import lock as thread_lock
 
     real = thread_lock._flock
 

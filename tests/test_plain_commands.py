@@ -1,6 +1,6 @@
 """`trove --plain` has the thread commands too: /fork, /export, /new, /threads.
 
-They are the engine's commands (engine.builtin_commands), so the REPL and the
+They are the engine's commands (engine.runtime.builtin), so the REPL and the
 TUI cannot drift apart; the REPL is the front end that switches threads.
 """
 
@@ -10,12 +10,12 @@ import json
 import re
 from pathlib import Path
 
+from devtools import scripted_server as s
+from devtools.scripted_server import ScriptedServer
 from engine import events as ev
 from engine.log import Event, read_events
 from engine.log.line import current_line
-from tests import scripted_server as s
 from tests.cli_support import Env, trove
-from tests.scripted_server import ScriptedServer
 
 
 def _threads(home: Path) -> dict[str, list[Event]]:
@@ -111,8 +111,8 @@ async def test_steer_command_reaches_the_running_turn(tmp_path: Path, server: Sc
     import asyncio
 
     from engine.config import parse_config
+    from engine.model.tools import ToolBox
     from engine.runtime import Runtime
-    from engine.tools import ToolBox
     from tests.support import client_for, echo_tool, opened
 
     server.script(

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from devtools import scripted_server as s
+from devtools.scripted_server import ScriptedServer
 from engine import events as ev
 from engine.config import parse_config
 from engine.port import Failure, LogAppended, Notification, Port, ReplyDelta, StateChanged
 from engine.runtime import Runtime
-from tests import scripted_server as s
-from tests.scripted_server import ScriptedServer
 from tests.support import client_for, of_kind
 
 

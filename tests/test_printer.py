@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 
+from cli.printer import StreamPrinter
 from engine.events import AssistantMessage
-from tui.printer import StreamPrinter
 
 
 def test_whole_lines_stream_a_line_at_a_time(monkeypatch):

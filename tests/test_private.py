@@ -14,21 +14,23 @@ from pathlib import Path
 
 import pytest
 
+from devtools import scripted_server as s
+from devtools.scripted_server import ScriptedServer
 from engine import events as ev
 from engine.config import TaskContinuityConfig
 from engine.continuity import ArchiveStore, Source, source_id
 from engine.log import SessionLog
-from engine.private import (
+from engine.threads.paths import LOG_NAME, thread_dir
+from engine.threads.thread import Thread
+from engine.util.private import (
     open_derived,
     private_dir,
     read_derived,
     touch_private,
     write_derived,
 )
-from engine.session import LOG_NAME, Thread, fork_thread, thread_dir
-from tests import scripted_server as s
+from engine.workspace.fork import fork_thread
 from tests.cli_support import Env, trove
-from tests.scripted_server import ScriptedServer
 
 
 @pytest.fixture(autouse=True)
@@ -106,7 +108,7 @@ def test_archive_and_its_wal_and_shm_are_private(tmp_path: Path) -> None:
 
 
 def test_exports_are_private(tmp_path: Path) -> None:
-    from engine.export import export_thread
+    from engine.runtime.export import export_thread
 
     home = tmp_path / "home"
     thread = Thread.create(home, "local", "t1")
@@ -118,7 +120,7 @@ def test_exports_are_private(tmp_path: Path) -> None:
 
 
 def test_prompt_history_file_is_private(tmp_path: Path) -> None:
-    from tui.plain import prompt_history_path
+    from cli.repl import prompt_history_path
 
     path = prompt_history_path(tmp_path / "home")
     assert path.is_file()

@@ -15,13 +15,13 @@ import json
 import os
 from pathlib import Path
 
+from devtools import scripted_server as s
+from devtools.scripted_server import ScriptedServer
 from engine import events as ev
 from engine.log import read_events, snapshot
-from engine.session import Thread
-from engine.thread_lock import ThreadLock
-from tests import scripted_server as s
+from engine.threads.lock import ThreadLock
+from engine.threads.thread import Thread
 from tests.cli_support import Env, trove
-from tests.scripted_server import ScriptedServer
 from tests.support import of_kind
 
 TID = "t-dup"
@@ -188,8 +188,8 @@ async def test_a_compaction_reusing_a_quarantined_compactions_seq_archives_its_o
     back as that old batch's "duplicate": the new originals were never archived, and
     a fact that left the context with them could not be found (status `available`)."""
     from engine.config import load_config
-    from engine.continuity.cli import cli_search
     from engine.runtime import Runtime
+    from engine.workspace.reports import cli_search
     from tests.support import client_for
 
     config_path = tmp_path / "config.yaml"

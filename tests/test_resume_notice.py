@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
+from devtools import scripted_server as s
+from devtools.scripted_server import ScriptedServer
 from engine import events as ev
 from engine.config import Config, parse_config
-from engine.continuity.cli import cli_search
 from engine.runtime import INTERRUPTED_COMPACTION, Runtime
-from engine.session import Thread
-from tests import scripted_server as s
-from tests.scripted_server import ScriptedServer
+from engine.threads.thread import Thread
+from engine.workspace.reports import cli_search
 from tests.support import client_for, of_kind, opened
 
 THREAD = "t-cut"

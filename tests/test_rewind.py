@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
+from devtools import scripted_server as s
 from engine import events as ev
 from engine.config import parse_config
 from engine.log import SessionLog
 from engine.log.line import current_line
-from engine.rewind import RewindRefused, choose, points, refusal, rewind
 from engine.runtime import Runtime
-from engine.session import fork_thread
+from engine.runtime.rewind import RewindRefused, choose, points, refusal, rewind
 from engine.surface import Surface
-from tests import scripted_server as s
+from engine.workspace.fork import fork_thread
 from tests.support import client_for, of_kind, opened
 
 ONE = "ALPHA-1111"

@@ -9,7 +9,7 @@ import pytest
 from engine import events as ev
 from engine.config import load_config
 from engine.runtime import Runtime
-from engine.session import Thread
+from engine.threads.thread import Thread
 from tests.support import client_for, killed_child, of_kind, opened
 
 

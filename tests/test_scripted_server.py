@@ -13,7 +13,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from tests.scripted_server import ScriptedServer, text, tool_calls
+from devtools.scripted_server import ScriptedServer, text, tool_calls
 
 ROOT = Path(__file__).resolve().parent.parent
 MESSAGES = [{"role": "user", "content": "ping"}]
@@ -77,7 +77,7 @@ async def test_release_before_dispatch_pre_opens_gate(server: ScriptedServer) ->
 
 def test_process_mode_prints_base_url_and_serves() -> None:
     with subprocess.Popen(
-        [sys.executable, "-m", "tests.scripted_server", "--reply-words", "5"],
+        [sys.executable, "-m", "devtools.scripted_server", "--reply-words", "5"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,

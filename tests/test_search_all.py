@@ -17,17 +17,18 @@ from pathlib import Path
 import pytest
 
 from engine import events as ev
-from engine import thread_summary
 from engine.config import TaskContinuityConfig
-from engine.continuity.across import search_all
-from engine.continuity.cli import cli_search
-from engine.continuity.extract import source_id
-from engine.continuity.records import Source
-from engine.continuity.status import archive_reference, scope_binding
-from engine.continuity.store import ArchiveStore, archive_path
+from engine.continuity.archive.extract import source_id
+from engine.continuity.archive.records import Source
+from engine.continuity.archive.status import archive_reference, scope_binding
+from engine.continuity.archive.store import ArchiveStore, archive_path
 from engine.log import LoadResult
-from engine.session import Thread, thread_dir
-from engine.thread_summary import CACHE_NAME, summarize
+from engine.threads.paths import thread_dir
+from engine.threads.thread import Thread
+from engine.workspace import summary as thread_summary
+from engine.workspace.reports import cli_search
+from engine.workspace.search_all import search_all
+from engine.workspace.summary import CACHE_NAME, summarize
 from tests.cli_support import Env, trove
 
 CODE = "QX-7731-ZB"

@@ -9,14 +9,9 @@ import pytest
 
 from engine import events as ev
 from engine.log import read_events
-from engine.session import (
-    LOG_NAME,
-    Thread,
-    ThreadNotFoundError,
-    delete_thread,
-    latest_thread,
-    list_threads,
-)
+from engine.threads.paths import LOG_NAME, ThreadNotFoundError
+from engine.threads.thread import Thread, delete_thread
+from engine.workspace.listing import latest_thread, list_threads
 
 # "name\n": `re.match` with `$` also matches before a trailing newline.
 BAD_IDS = ["", ".", "..", "../escape", "a/b", "a b", "x" * 81, "name\n", "ünïcode"]
@@ -168,7 +163,7 @@ def test_delete_thread_removes_its_directory(tmp_path: Path) -> None:
 def test_the_resume_hint_names_home_and_user_only_when_a_bare_trove_would_not_find_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from engine.session import resume_hint
+    from engine.threads.thread import resume_hint
 
     monkeypatch.setenv("TROVE_HOME", str(tmp_path / "default"))
     assert resume_hint("t1", home=tmp_path / "default", user_id="local") == (

@@ -1,4 +1,4 @@
-"""scripts/soak.py: a short run reads all zeros, and its checks do see a loss."""
+"""devtools/soak.py: a short run reads all zeros, and its checks do see a loss."""
 
 from __future__ import annotations
 
@@ -9,13 +9,11 @@ import sqlite3
 import subprocess
 import sys
 
+from devtools import soak
 from engine import events as ev
-from engine.continuity.store import archive_path
+from engine.continuity.archive.store import archive_path
 from engine.runtime import Runtime
 from tests.cli_support import REPO, _clean_env
-
-sys.path.insert(0, str(REPO / "scripts"))
-import soak  # noqa: E402
 
 LINE = re.compile(
     r"kills=(\d+) lost_input=(\d+) lost_facts=(\d+) unreported=(\d+) wedged=(\d+) unloadable=(\d+)"
@@ -24,7 +22,7 @@ LINE = re.compile(
 
 def test_a_short_soak_prints_one_line_of_zeros():
     run = subprocess.run(
-        [sys.executable, "scripts/soak.py", "--kills", "4", "--seed", "20261130"],
+        [sys.executable, "-m", "devtools.soak", "--kills", "4", "--seed", "20261130"],
         capture_output=True,
         text=True,
         cwd=REPO,

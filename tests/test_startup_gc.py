@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from tui import startup
+from tui.startup import collection as startup
 
 
 def test_pause_then_resume_restores_collection_and_freezes_what_exists() -> None:

@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
+from devtools import scripted_server as s
+from devtools.scripted_server import ScriptedServer
 from engine import events as ev
 from engine.driver import Driver
 from engine.log import Event, SessionLog, read_events
 from engine.model import ModelClient, ModelError
-from engine.tools import Tool, ToolBox
-from tests import scripted_server as s
+from engine.model.tools import Tool, ToolBox
 from tests.cli_support import Env, trove
-from tests.scripted_server import ScriptedServer
 from tests.support import client_for, echo_tool, of_kind, opened
 
 MESSAGES = [{"role": "user", "content": "hello"}]

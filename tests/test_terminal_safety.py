@@ -14,11 +14,11 @@ import json
 import random
 import re
 
+from cli.printer import StreamPrinter
+from devtools import scripted_server as s
 from engine.events import AssistantMessage
-from engine.safe_text import HOLD_LIMIT, SafeStream, safe_json, safe_text
-from tests import scripted_server as s
+from engine.util.safe_text import HOLD_LIMIT, SafeStream, safe_json, safe_text
 from tests.cli_support import Env, trove
-from tui.printer import StreamPrinter
 
 CLIPBOARD = "\x1b]52;c;cm0gLXJmIH4=\x07"
 TITLE = "\x1b]0;pwned\x07"

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from devtools import scripted_server as s
+from devtools.scripted_server import ScriptedServer
 from engine import events as ev
 from engine.config import ConfigError, parse_config
 from engine.log import Event, read_events
-from engine.tools import ToolBox
-from tests import scripted_server as s
+from engine.model.tools import ToolBox
 from tests.cli_support import Env, trove
-from tests.scripted_server import ScriptedServer
 from tests.support import echo_tool, make_driver, of_kind
 
 

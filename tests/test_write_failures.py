@@ -19,10 +19,10 @@ from pathlib import Path
 import orjson
 import pytest
 
+from devtools import scripted_server as s
 from engine import events as ev
 from engine.driver import Driver
 from engine.log import LogWriteError, SessionLog, read_events
-from tests import scripted_server as s
 from tests.cli_support import REPO, _clean_env
 from tests.support import client_for, of_kind, opened
 
@@ -150,7 +150,7 @@ def _limit_file_size(limit: int) -> None:
 
 def test_a_file_size_limit_is_one_line_per_failure_and_the_log_still_loads(env, server):
     """The real thing: RLIMIT_FSIZE makes write() fail with EFBIG part-way through."""
-    from engine.session import Thread
+    from engine.threads.thread import Thread
 
     thread = Thread.create(env.home, "local", "capped")
     thread.log.append(ev.UserMessage(text="before the cap"))
@@ -158,7 +158,7 @@ def test_a_file_size_limit_is_one_line_per_failure_and_the_log_still_loads(env, 
     size = thread.log.path.stat().st_size
     server.script(*[s.text("x" * 600) for _ in range(4)])
     result = subprocess.run(
-        [sys.executable, "-m", "tui.cli", *env.common, "--thread", "capped", "--plain"],
+        [sys.executable, "-m", "cli.main", *env.common, "--thread", "capped", "--plain"],
         input="".join(f"question {i}\n" for i in range(4)),
         capture_output=True,
         text=True,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from engine.commands import Command, CommandError
+from engine.runtime.commands import Command, CommandError
 
 
 class Shell(Protocol):

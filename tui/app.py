@@ -24,24 +24,26 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.worker import Worker
 
-from engine.backend import Backend
-from engine.commands import Command
 from engine.config import Config
-from engine.draft import keep_draft
 from engine.model import ModelClient
+from engine.model.backend import Backend
 from engine.runtime import Runtime
-from engine.session import list_threads, resume_hint
+from engine.runtime.commands import Command
+from engine.threads.draft import keep_draft
+from engine.threads.thread import resume_hint
+from engine.workspace.listing import list_threads
 from tui import code_lexers, drawn_lines
 from tui.actions import app_actions
 from tui.clipboard import copy_text
 from tui.controller import ThreadController
 from tui.drawn_lines import DrawnReply, Kept
+from tui.messages import CommandEntered
 from tui.screens.chat import ChatScreen, ChatSettings
-from tui.startup import resume_collection
+from tui.startup.collection import resume_collection
 from tui.widgets.chat_message import PastReply
 
 if TYPE_CHECKING:
-    from tui.opening import Opening
+    from tui.startup.opening import Opening
 
 QUIT_WINDOW = 3.0
 """Seconds a first Ctrl+C on an empty prompt waits for the second that quits."""
@@ -121,7 +123,7 @@ class TroveApp(App[int]):
     ) -> None:
         super().__init__()
         self._early = early
-        """`thread_id`'s open, begun before the app (tui.opening); claimed when it opens."""
+        """`thread_id`'s open, begun before the app (tui.startup.opening); claimed when it opens."""
         self.config = config
         self.home = home
         self.start_thread = thread_id
@@ -133,6 +135,8 @@ class TroveApp(App[int]):
             model_label=model_label or (backend.label if backend else config.model.name),
             configured=self.configured,
             config_label=config_label or str(config.source or home / "config.yaml"),
+            backend=backend,
+            show_opened=self.show_opened,
         )
         self.chat = ChatScreen(self.settings)
         self.commands_running: list[Worker[Any]] = []
@@ -211,7 +215,8 @@ class TroveApp(App[int]):
         )
 
     def attach_runtime(self, runtime: Runtime, kept: Kept | None = None) -> None:
-        # The thread is replayed: start-up's long-lived objects are all made (tui.startup).
+        # The thread is replayed: start-up's long-lived objects are all made
+        # (tui.startup.collection).
         # Before its messages are built: their Markdown makes short-lived cycles.
         resume_collection()
         self.chat.attach_runtime(runtime, kept)
@@ -273,7 +278,7 @@ class TroveApp(App[int]):
         while self._switch_notes and not self._switches:
             self.chat.notice(*self._switch_notes.pop(0))
 
-    # -- FrontEnd (engine.commands) ---------------------------------------------------
+    # -- FrontEnd (engine.runtime.commands) ---------------------------------------------------
 
     def open_thread(self, thread_id: str | None) -> None:
         self._switches += 1
@@ -297,7 +302,7 @@ class TroveApp(App[int]):
         self.call_later(self.action_rewind)
 
     def rewind_to(self, args: str) -> None:
-        from engine.builtin_commands import rewind_numbered
+        from engine.runtime.builtin import rewind_numbered
 
         if self.runtime is not None:
             self.chat.prefill(rewind_numbered(self.runtime, args).text)
@@ -344,6 +349,10 @@ class TroveApp(App[int]):
         if self.runtime is None:
             return []
         return [(c.name, c.summary) for c in self.runtime.commands]
+
+    def on_command_entered(self, message: CommandEntered) -> None:
+        message.stop()
+        self.run_command(message.text)
 
     def run_command(self, text: str) -> None:
         worker = self.run_worker(self._command(text), group="commands", exit_on_error=False)
@@ -474,9 +483,7 @@ class TroveApp(App[int]):
 
     @work(exclusive=True, group="rewind")
     async def action_rewind(self) -> None:
-        from tui.rewind import pick_and_rewind
-
-        await pick_and_rewind(self)
+        await self.chat.pick_and_rewind()
 
     def action_copy_reply(self) -> None:
         text = self.last_reply()
@@ -511,7 +518,7 @@ class TroveApp(App[int]):
 
     def _keep_draft(self) -> None:
         """What the prompt holds, unsent, is kept in the thread's log for its next open
-        (engine.draft); when the log cannot take it, it is printed once the terminal is
+        (engine.threads.draft); when the log cannot take it, it is printed once the terminal is
         restored, so quitting loses nothing the user typed."""
         text = self.chat.unsent_text()
         runtime = self.runtime
@@ -521,7 +528,7 @@ class TroveApp(App[int]):
             self.unsent_text = text
 
     def _note_resume(self) -> None:
-        """The way back, printed once the terminal is restored (`tui.run`): only for a
+        """The way back, printed once the terminal is restored (`tui.startup.run`): only for a
         thread with history (one that never got a message is not on disk)."""
         runtime = self.runtime
         if runtime is not None and runtime.thread.has_history:

@@ -14,7 +14,7 @@ from typing import Any
 
 from textual.app import App
 
-from engine.safe_text import safe_text
+from engine.util.safe_text import safe_text
 
 _TOOLS = (
     ("WAYLAND_DISPLAY", ["wl-copy"]),

@@ -1,7 +1,7 @@
 """Which thread the app shows: opening, switching and closing its Runtime.
 
 The blocking part of opening a thread (replay, recovery, its surface) runs in its own
-OS thread (tui.opening); the old Runtime is closed only once the new thread has opened, so
+OS thread (tui.startup.opening); the old Runtime is closed only once the new thread has opened, so
 a thread that cannot be opened changes nothing. The view follows through
 the `attach` and `detach` callbacks the app gives.
 """
@@ -12,16 +12,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from engine.backend import Backend
-from engine.commands import FrontEnd
 from engine.config import Config
 from engine.log import LogCorruptError
 from engine.model import ModelClient
+from engine.model.backend import Backend
 from engine.runtime import Runtime, open_thread
-from engine.session import Thread, ThreadNotFoundError
+from engine.runtime.commands import FrontEnd
 from engine.surface import Surface
+from engine.threads.paths import ThreadNotFoundError
+from engine.threads.thread import Thread
 from tui.drawn_lines import Kept
-from tui.opening import Opening
+from tui.startup.opening import Opening
 
 
 class Opened(NamedTuple):

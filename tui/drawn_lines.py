@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from engine.private import read_derived, write_derived
-from engine.safe_text import safe_text
+from engine.util.private import read_derived, write_derived
+from engine.util.safe_text import safe_text
 
 if TYPE_CHECKING:
     from textual.strip import Strip

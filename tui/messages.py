@@ -14,6 +14,14 @@ class PromptSubmitted(Message):
         self.steer = steer
 
 
+class CommandEntered(Message):
+    """A /command was sent from the prompt: the app runs it (in a worker)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
 class QueueItemEdit(Message):
     """The user wants to change a queued prompt before it starts."""
 

@@ -6,8 +6,9 @@ bracket in the session log is the only lock.
 """
 
 from engine.compaction.errors import CompactionCancelled, CompactionError, ErrorKind
+from engine.compaction.outcome import CompactOutcome
 from engine.compaction.service import CompactService
-from engine.compaction.transaction import CompactOutcome, InvalidRangeError, Region, run_region
+from engine.compaction.transaction import InvalidRangeError, Region, run_region
 
 __all__ = [
     "CompactOutcome",

@@ -13,7 +13,7 @@ import asyncio
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from engine.compaction.transaction import CompactOutcome
+    from engine.compaction.outcome import CompactOutcome
 
 ErrorKind = Literal["busy", "changed", "summary", "commit", "persistence"]
 State = Literal["nothing", "log", "partial", "surface", "applied"]

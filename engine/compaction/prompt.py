@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from engine.events import AssistantMessage, UserMessage
 from engine.log import paused_gc
-from engine.offload import run_drained
 from engine.surface import Entry, Message
+from engine.util.offload import run_drained
 
 SUMMARY_INSTRUCTIONS = """\
 You compact a conversation between a user and an assistant so the work can \

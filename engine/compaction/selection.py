@@ -15,8 +15,8 @@ from typing import TypeVar
 
 from msgspec import Struct
 
-from engine.offload import run_drained
 from engine.surface import Entry, Surface
+from engine.util.offload import run_drained
 
 T = TypeVar("T")
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from functools import partial
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.compaction.errors import CompactionError, busy
+from engine.compaction.outcome import CompactOutcome
 from engine.compaction.prompt import summary_request_offloaded
 from engine.compaction.selection import (
     Span,
@@ -24,17 +25,14 @@ from engine.compaction.selection import (
     select_range,
 )
 from engine.compaction.transaction import (
-    CompactOutcome,
     InvalidRangeError,
     Region,
     run_region,
 )
 from engine.config import CompactionConfig
+from engine.driver import TurnAgent
 from engine.model import ModelError
 from engine.surface import Entry
-
-if TYPE_CHECKING:
-    from engine.driver import Driver
 
 __all__ = ["CompactOutcome", "CompactService", "InvalidRangeError"]
 
@@ -68,7 +66,7 @@ class CompactService:
         except ModelError as exc:
             raise CompactionError("summary", str(exc)) from exc
 
-    async def _run(self, agent: Driver, span: Span, region: Region) -> CompactOutcome:
+    async def _run(self, agent: TurnAgent, span: Span, region: Region) -> CompactOutcome:
         return await run_region(
             agent.log,
             agent.surface,
@@ -80,7 +78,7 @@ class CompactService:
 
     # -- manual ---------------------------------------------------------------
 
-    async def compact_now(self, agent: Driver) -> CompactOutcome | None:
+    async def compact_now(self, agent: TurnAgent) -> CompactOutcome | None:
         """/compact: between turns, without spending a model turn.
 
         Admission is reserved first, so a prompt sent meanwhile queues with
@@ -100,7 +98,7 @@ class CompactService:
             self._manual_running = False
             release()
 
-    def _refusal(self, agent: Driver) -> str:
+    def _refusal(self, agent: TurnAgent) -> str:
         """Why admission was refused: a compaction holds it (a live bracket, or this
         process's /compact before its bracket opens), or a turn or queued prompt does."""
         if agent.log.tail.open_compact is not None or self._manual_running:
@@ -111,7 +109,7 @@ class CompactService:
 
     async def compact_range(
         self,
-        agent: Driver,
+        agent: TurnAgent,
         first_seq: int,
         last_seq: int,
         *,
@@ -131,7 +129,7 @@ class CompactService:
 
     # -- automatic: TurnHooks -------------------------------------------------
 
-    def _pressure(self, agent: Driver) -> bool:
+    def _pressure(self, agent: TurnAgent) -> bool:
         used = agent.surface.tokens
         return used > self.config.threshold * self.context_window
 
@@ -152,7 +150,7 @@ class CompactService:
             return None, False
         return select_range(surface, self.config.keep_recent_tokens), True
 
-    async def _automatic(self, agent: Driver, turn: int) -> bool:
+    async def _automatic(self, agent: TurnAgent, turn: int) -> bool:
         span, open_turn = await offloaded(agent.surface, partial(self._automatic_span, turn=turn))
         if span is None:
             return False
@@ -164,9 +162,9 @@ class CompactService:
             return False
         return True
 
-    async def before_request(self, driver: Driver, turn: int) -> None:
+    async def before_request(self, driver: TurnAgent, turn: int) -> None:
         if self.config.auto and self._pressure(driver):
             await self._automatic(driver, turn)
 
-    async def on_overflow(self, driver: Driver, turn: int) -> bool:
+    async def on_overflow(self, driver: TurnAgent, turn: int) -> bool:
         return await self._automatic(driver, turn)

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from msgspec import UNSET, Struct
 
 from engine.compaction.errors import CompactionCancelled, CompactionError, busy, not_started
+from engine.compaction.outcome import CompactOutcome
 from engine.compaction.prompt import checkpoint_text, clean_summary
 from engine.compaction.selection import Span, checked, span_problem
 from engine.events import (
@@ -33,8 +34,8 @@ from engine.events import (
     usage_as_sent,
 )
 from engine.log import LogWriteError, SessionLog
-from engine.offload import run_drained
 from engine.surface import Entry, Surface
+from engine.util.offload import run_drained
 
 Stability = Literal["span", "surface"]
 Summarize = Callable[[list[Entry]], Awaitable[Any]]
@@ -53,26 +54,6 @@ class Region(Struct, frozen=True):
     flush: bool
     open_turn: bool = False
     """The span includes the open turn's own prompt (it alone exceeds the window)."""
-
-
-class CompactOutcome(Struct, frozen=True):
-    start: int
-    checkpoint: int
-    replaced: int
-    tokens_before: int
-    tokens_after: int
-    archive: dict[str, Any] | None
-
-    def describe(self) -> str:
-        text = (
-            f"Compacted {self.replaced} messages "
-            f"(≈{self.tokens_before:,} → ≈{self.tokens_after:,} tokens)."
-        )
-        if self.archive and "batch" in self.archive:
-            text += f" The originals are archived as batch {self.archive['batch']}."
-        elif self.archive:
-            text += " The archive could not store the originals (history unavailable)."
-        return text
 
 
 async def run_region(

@@ -16,8 +16,7 @@ Modules, each holding one concern:
 - `cli`: the JSON behind `trove history search|read` and `trove notes`.
 """
 
-from engine.continuity.context import ContinuityContext, Snapshot
-from engine.continuity.extract import (
+from engine.continuity.archive.extract import (
     OfferedMessage,
     extract_records,
     hidden_seqs,
@@ -25,25 +24,15 @@ from engine.continuity.extract import (
     source_id,
     surface_inputs,
 )
-from engine.continuity.notebook import context_builder, notebook_message, notebook_message_async
-from engine.continuity.notes import (
-    Note,
-    NoteError,
-    normalize_notebook,
-    note_event,
-    notebook_at,
-    write_note,
-)
-from engine.continuity.records import Hit, Source
-from engine.continuity.search import ActiveIndex, HistoryView
-from engine.continuity.status import (
+from engine.continuity.archive.records import Hit, Source
+from engine.continuity.archive.status import (
     Resolution,
     archive_failure,
     archive_reference,
     resolve,
     scope_binding,
 )
-from engine.continuity.store import (
+from engine.continuity.archive.store import (
     MAX_PAGE_COUNT,
     ArchiveError,
     ArchiveScopeError,
@@ -55,6 +44,21 @@ from engine.continuity.store import (
     archive_path,
     capture_offloaded,
 )
+from engine.continuity.context import ContinuityContext, Snapshot
+from engine.continuity.notes.note import (
+    Note,
+    NoteError,
+    normalize_notebook,
+    note_event,
+    notebook_at,
+    write_note,
+)
+from engine.continuity.notes.notebook import (
+    context_builder,
+    notebook_message,
+    notebook_message_async,
+)
+from engine.continuity.search.view import ActiveIndex, HistoryView
 from engine.continuity.tools import AUTHORITY_CONTRACT, build_tools
 
 __all__ = [

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from engine.continuity.archive.reads import BatchInfo
+from engine.continuity.archive.records import Source
+from engine.continuity.archive.schema import ArchiveError
+from engine.continuity.archive.status import HistoryStatus, scan_history
 from engine.continuity.context import Snapshot
-from engine.continuity.reads import BatchInfo
-from engine.continuity.records import Source
-from engine.continuity.schema import ArchiveError
-from engine.continuity.status import HistoryStatus, scan_history
 from engine.events import CompactEnd
 
 BatchState = Literal["reachable", "expired", "unlinked", "unreadable"]

@@ -11,16 +11,16 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from engine.continuity.archive.extract import extract_records, hidden_seqs, surface_inputs
+from engine.continuity.archive.records import Source
+from engine.continuity.archive.status import archive_failure, archive_reference
+from engine.continuity.archive.store import ArchiveError, ArchiveStore, CaptureResult
 from engine.continuity.context import ContinuityContext
-from engine.continuity.extract import extract_records, hidden_seqs, surface_inputs
-from engine.continuity.records import Source
 from engine.continuity.recovery import archive_lost
-from engine.continuity.status import archive_failure, archive_reference
-from engine.continuity.store import ArchiveError, ArchiveStore, CaptureResult
 from engine.events import CompactArchived, LogEvent
 from engine.log import paused_gc
-from engine.offload import run_drained
 from engine.surface import Entry
+from engine.util.offload import run_drained
 
 Capture = Callable[[int, list[Entry]], Awaitable[dict[str, Any]]]
 

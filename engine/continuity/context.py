@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.continuity.extract import OfferedMessage, hidden_seqs, surface_inputs
-from engine.continuity.search import ActiveIndex, HistoryView
-from engine.continuity.status import scope_binding
-from engine.continuity.store import ArchiveStore
+from engine.continuity.archive.extract import OfferedMessage, hidden_seqs, surface_inputs
+from engine.continuity.archive.status import scope_binding
+from engine.continuity.archive.store import ArchiveStore
+from engine.continuity.search.view import ActiveIndex, HistoryView
 from engine.events import Event, LogEvent
 from engine.log import SessionLog
 from engine.surface import Surface

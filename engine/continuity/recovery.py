@@ -21,14 +21,14 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from engine.continuity.extract import extract_records, hidden_seqs, surface_inputs
-from engine.continuity.status import (
+from engine.continuity.archive.extract import extract_records, hidden_seqs, surface_inputs
+from engine.continuity.archive.status import (
     archive_failure,
     archive_reference,
     scan_history,
     scope_binding,
 )
-from engine.continuity.store import ArchiveError, ArchiveStore
+from engine.continuity.archive.store import ArchiveError, ArchiveStore
 from engine.events import CompactArchived, CompactSummary, LogEvent
 from engine.log import LogWriteError, SessionLog
 from engine.surface import Entry, Surface

@@ -11,11 +11,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from engine.continuity.archive.extract import is_source_id
+from engine.continuity.archive.records import AUTHORITY
 from engine.continuity.context import ContinuityContext, Snapshot
-from engine.continuity.extract import is_source_id
-from engine.continuity.notebook import write_checked
-from engine.continuity.notes import (
-    AUTHORITY,
+from engine.continuity.notes.note import (
     MAX_KEY_CHARS,
     MAX_NOTE_CHARS,
     MAX_NOTE_SOURCES,
@@ -26,8 +25,9 @@ from engine.continuity.notes import (
     check_source_ids,
     is_deletion,
 )
-from engine.continuity.search import MAX_QUERY_CHARS, PAGE_CHARS, error, parse_role
-from engine.tools import Tool
+from engine.continuity.notes.notebook import write_checked
+from engine.continuity.search.view import MAX_QUERY_CHARS, PAGE_CHARS, error, parse_role
+from engine.model.tools import Tool
 
 AUTHORITY_CONTRACT = (
     "Task continuity. You can keep short task notes (task_note) and recover exact "

@@ -18,7 +18,7 @@ Driver). Import from `engine.driver`; the rooms are its implementation.
 from engine.driver.driver import Driver
 from engine.driver.inbox import DriverClosedError
 from engine.driver.inbox_item import InboxItem, InboxItemId, Placement
-from engine.driver.ports import ContextBuilder, ModelPort, Observer, TurnHooks
+from engine.driver.ports import ContextBuilder, ModelPort, Observer, TurnAgent, TurnHooks
 from engine.driver.turn_loop import DEFAULT_MAX_TOOL_ROUNDS
 
 __all__ = [
@@ -31,5 +31,6 @@ __all__ = [
     "ModelPort",
     "Observer",
     "Placement",
+    "TurnAgent",
     "TurnHooks",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from engine.driver.inbox_item import InboxItem
 from engine.driver.state import DriverState
 
 
@@ -39,7 +40,22 @@ class Admission(DriverState):
         if takeable[0].restored:  # a prompt left queued at the last quit: a turn of its own
             cut = 0
         items, self._inbox = self._inbox[: cut + 1], self._inbox[cut + 1 :]
-        self._turn_task = asyncio.get_running_loop().create_task(self._turn(items))
+        task = asyncio.get_running_loop().create_task(self._turn(items))
+        task.add_done_callback(lambda done: self._never_started(done, items))
+        self._turn_task = task
+        self._changed()
+
+    def _never_started(self, task: asyncio.Task[None], items: list[InboxItem]) -> None:
+        """A turn cancelled before its first step never runs its clean-up: what it took
+        from the queue goes back, quiet, and the driver is free again. A turn that ran
+        cleared `_turn_task` itself."""
+        if self._turn_task is not task:
+            return
+        self._turn_task = None
+        self._running_turn = None
+        returned = [InboxItem(i.id, i.text, False, i.placement, i.restored) for i in items]
+        self._inbox = sorted([*returned, *self._inbox], key=lambda item: item.id)
+        self._arm()
         self._changed()
 
     def reserve_turn_admission(self) -> Callable[[], None] | None:

@@ -15,8 +15,8 @@ from engine.driver.inbox import Inbox
 from engine.driver.ports import ContextBuilder, ModelPort, Observer, TurnHooks
 from engine.driver.turn_loop import DEFAULT_MAX_TOOL_ROUNDS, TurnLoop
 from engine.log import SessionLog
+from engine.model.tools import ToolBox
 from engine.surface import Surface
-from engine.tools import ToolBox
 
 
 class Driver(Inbox, Admission, TurnLoop):

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from engine.surface import Message
-
-if TYPE_CHECKING:
-    from engine.driver.driver import Driver
+from engine.log import SessionLog
+from engine.surface import Message, Surface
 
 
 class ModelPort(Protocol):
@@ -24,12 +22,22 @@ class ModelPort(Protocol):
     ) -> Any: ...
 
 
+class TurnAgent(Protocol):
+    """What compaction needs of the driver it runs beside: the log, the surface, and the
+    boundary before the next turn (seed 003's agent context)."""
+
+    log: SessionLog
+    surface: Surface
+
+    def reserve_turn_admission(self) -> Callable[[], None] | None: ...
+
+
 class TurnHooks(Protocol):
     """Where compaction plugs into a turn without the driver knowing how."""
 
-    async def before_request(self, driver: Driver, turn: int) -> None: ...
+    async def before_request(self, driver: TurnAgent, turn: int) -> None: ...
 
-    async def on_overflow(self, driver: Driver, turn: int) -> bool: ...
+    async def on_overflow(self, driver: TurnAgent, turn: int) -> bool: ...
 
 
 class Observer(Protocol):

@@ -14,8 +14,8 @@ from typing import Any
 from engine.driver.inbox_item import InboxItem
 from engine.driver.ports import ContextBuilder, ModelPort, Observer, TurnHooks
 from engine.log import SessionLog
+from engine.model.tools import ToolBox
 from engine.surface import Surface
-from engine.tools import ToolBox
 
 
 class DriverState:
@@ -109,6 +109,10 @@ class DriverState:
 
     def _arm(self) -> None:
         """Schedule the claim of the next turn (engine.driver.admission)."""
+        raise NotImplementedError
+
+    def _run_claim(self) -> None:
+        """Start the turn the scheduled claim would start (engine.driver.admission)."""
         raise NotImplementedError
 
     async def _turn(self, items: list[InboxItem]) -> None:

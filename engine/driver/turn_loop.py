@@ -8,9 +8,10 @@ so nothing typed is lost.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from engine.driver.inbox_item import InboxItem
+from engine.driver.ports import TurnAgent
 from engine.driver.state import DriverState
 from engine.events import (
     AssistantMessage,
@@ -23,11 +24,8 @@ from engine.events import (
 )
 from engine.log import LogWriteError
 from engine.model import ContextOverflowError, ModelError
+from engine.model.tools import error_result
 from engine.surface import Message
-from engine.tools import error_result
-
-if TYPE_CHECKING:
-    from engine.driver.driver import Driver
 
 DEFAULT_MAX_TOOL_ROUNDS = 16
 """Rounds of tool calls one turn may run (``model.max_tool_rounds`` sets it)."""
@@ -39,7 +37,11 @@ class TurnLoop(DriverState):
     # -- turns ---------------------------------------------------------------
 
     def cancel(self) -> bool:
-        """Stop the running turn; its partial reply is kept, marked cancelled."""
+        """Stop the running turn; its partial reply is kept, marked cancelled. A turn a
+        send has claimed but not started yet is stopped too: its prompts stay queued."""
+        if self._turn_task is None and self._claim is not None:
+            self._claim.cancel()
+            self._run_claim()  # the turn is made now, and cancelled before its first step
         if self._turn_task is None or self._turn_task.done():
             return False
         self._turn_task.cancel("cancelled by the user")
@@ -65,7 +67,7 @@ class TurnLoop(DriverState):
             self._steering.pop(0)
 
     async def _request(self, turn: int) -> Any:
-        driver = cast("Driver", self)  # the hooks are given the whole driver
+        driver = cast("TurnAgent", self)  # a Driver: the hooks are given its agent side
         if self.hooks is not None:
             await self.hooks.before_request(driver, turn)
 

@@ -20,7 +20,6 @@ file it appends to is still the log). Import from `engine.log`; the
 rooms are its implementation.
 """
 
-from engine.collector import paused_gc
 from engine.events import Event
 from engine.log.brackets import TailState
 from engine.log.line_codec import LogCorruptError, decode_line, encode_line, from_dict, parse_line
@@ -32,6 +31,7 @@ from engine.log.session_log import (
     LogWriteError,
     SessionLog,
 )
+from engine.util.collector import paused_gc
 
 __all__ = [
     "Clock",

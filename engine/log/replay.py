@@ -20,11 +20,11 @@ from pathlib import Path
 
 from msgspec import Struct
 
-from engine.collector import paused_gc
 from engine.events import LogEvent
 from engine.log import snapshot
 from engine.log.line_codec import LogCorruptError, decode_lines, parse_line
 from engine.log.log_file import NotRegularError, open_log, read_to_hole
+from engine.util.collector import paused_gc
 
 
 class LoadResult(Struct):

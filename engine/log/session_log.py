@@ -17,7 +17,6 @@ from typing import TypeVar, cast
 
 from msgspec.structs import replace
 
-from engine.collector import paused_gc
 from engine.events import Event, LogEvent, SessionRewind, TurnStart, UnknownEvent
 from engine.log import control, snapshot
 from engine.log.brackets import TailState
@@ -25,7 +24,8 @@ from engine.log.line import current_line
 from engine.log.line_codec import encode_line
 from engine.log.log_file import copy_range, open_log
 from engine.log.replay import read_events
-from engine.private import open_private, private_dir
+from engine.util.collector import paused_gc
+from engine.util.private import open_private, private_dir
 
 Listener = Callable[[LogEvent], None]
 Clock = Callable[[], datetime]

@@ -44,7 +44,7 @@ from msgspec import Struct
 from engine.events import KnownEvent, LogEvent, UnknownEvent
 from engine.log.line_codec import in_order
 from engine.log.log_file import open_log
-from engine.private import open_derived, write_derived
+from engine.util.private import open_derived, write_derived
 
 SUFFIX = ".replay"
 """The snapshot of `session.jsonl` is `session.jsonl.replay`."""

@@ -17,7 +17,7 @@ from textual.pilot import Pilot
 
 from engine import events as ev
 from engine.config import Config, parse_config
-from engine.session import Thread
+from engine.threads.thread import Thread
 from tests.support import client_for
 from tui.app import TroveApp
 from tui.widgets.key_footer import KeyFooter

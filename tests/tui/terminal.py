@@ -47,7 +47,7 @@ class Terminal:
             if not key.startswith(("OPENAI_", "TMUX")) and key != "TROVE_HOME"
         }
         environment.update(HOME=str(tmp), TERM="xterm-256color")
-        command = [sys.executable, "-m", "tui.cli", *env.common, *args]
+        command = [sys.executable, "-m", "cli.main", *env.common, *args]
         width, height = size
         self._tmux(
             "new-session", "-d", "-x", str(width), "-y", str(height), "-s", self.target,

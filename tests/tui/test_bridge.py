@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from devtools import scripted_server as s
 from engine import events as ev
 from engine.log import Event
-from tests import scripted_server as s
 from tests.support import of_kind
 from tests.tui.conftest import say, settle
 from tui.widgets.chat_message import PastReply, UserMessage

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from engine import events as ev
-from engine.session import Thread
+from engine.threads.thread import Thread
 from tests.tui.conftest import LIMIT, app_for, make_app, until
 from tui import code_lexers
 from tui.widgets.chat_message import PastReply

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine import events as ev
-from engine.session import Thread
+from engine.threads.thread import Thread
 from tests.tui.conftest import settle
 from tui.widgets.chat_message import Notice
 

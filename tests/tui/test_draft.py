@@ -1,10 +1,10 @@
-"""A prompt typed and not sent survives quitting (engine.draft): the thread keeps it in its
+"""A prompt typed and not sent survives quitting (engine.threads.draft): the thread keeps it in its
 log, and the next open puts it back in the box. Nothing the user typed is lost by Ctrl+Q."""
 
 from __future__ import annotations
 
 from engine import events as ev
-from engine.session import Thread
+from engine.threads.thread import Thread
 from tests.tui.conftest import say, settle, type_text
 from tui.widgets.prompt_input import PromptInput
 
@@ -63,7 +63,7 @@ async def test_a_new_thread_with_only_an_unsent_prompt_is_kept_and_named(app_fac
 
 async def test_a_read_only_view_prints_the_unsent_prompt_instead(app_factory, held_thread):
     """Another process writes the thread: the view cannot keep the draft in its log, so the
-    app hands it to `tui.run`, which prints it once the terminal is back."""
+    app hands it to `tui.startup.run`, which prints it once the terminal is back."""
     app = app_factory()
     app.start_thread = "t-held"
     async with app.run_test(size=(100, 32)) as pilot:
@@ -76,7 +76,7 @@ async def test_a_read_only_view_prints_the_unsent_prompt_instead(app_factory, he
 
 
 async def test_a_full_disk_at_quit_prints_the_unsent_prompt_instead(app_factory, tmp_path):
-    """The log cannot take the draft (no space left): the text is handed to `tui.run` to
+    """The log cannot take the draft (no space left): the text is handed to `tui.startup.run` to
     print after the terminal, not dropped."""
     from tests.test_write_failures import Disk
 

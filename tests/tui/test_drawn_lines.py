@@ -18,7 +18,7 @@ import pytest
 from rich.segment import Segment
 from rich.style import Style
 
-from tests import scripted_server as s
+from devtools import scripted_server as s
 from tests.tui.conftest import say, settle, until
 from tui import drawn_lines
 from tui.widgets.chat_message import PastReply

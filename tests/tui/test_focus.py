@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests import scripted_server as s
+from devtools import scripted_server as s
 from tests.tui.conftest import say, settle, type_text, until
 from tui.app import TroveApp
 from tui.widgets.chat_message import UserMessage

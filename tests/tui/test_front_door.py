@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from textual import events
 
+from devtools import scripted_server as s
 from engine import events as ev
-from tests import scripted_server as s
 from tests.support import chat_messages, of_kind
 from tests.tui.conftest import settle, type_text, until
 from tui.widgets.prompt_input import PromptInput

@@ -22,9 +22,9 @@ from msgspec.structs import replace
 from textual.pilot import Pilot
 from textual.worker import WorkerCancelled, WorkerFailed
 
+from devtools import scripted_server as s
 from engine import events as ev
 from engine.continuity import ArchiveStore, source_id
-from tests import scripted_server as s
 from tests.support import of_kind
 from tests.tui.conftest import say, settle, type_text
 from tui.app import TroveApp

@@ -12,7 +12,7 @@ from typing import Any
 
 from textual.widgets._footer import FooterKey
 
-from tests import scripted_server as s
+from devtools import scripted_server as s
 from tests.tui.conftest import settle, type_text, until
 from tui.widgets.key_footer import KeyFooter
 

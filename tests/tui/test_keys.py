@@ -3,8 +3,8 @@ Ctrl+C / Ctrl+D, /clear, Ctrl+Y from the prompt, and a help screen that lists th
 
 from __future__ import annotations
 
+from devtools import scripted_server as s
 from engine import events as ev
-from tests import scripted_server as s
 from tests.support import echo_tool, of_kind
 from tests.tui.conftest import say, settle, type_text, until
 from tui.widgets.chat_message import Notice
@@ -23,7 +23,7 @@ def _queue(app) -> list[str]:
 
 async def _start_tool_turn(app, pilot, server) -> None:
     """A turn that ran a tool and now waits on its second request (held by the server)."""
-    from engine.tools import ToolBox
+    from engine.model.tools import ToolBox
 
     app.runtime.driver.tools = ToolBox([echo_tool()])
     await type_text(pilot, "start")
@@ -285,7 +285,7 @@ async def test_help_lists_every_binding_and_command(app_factory, server):
         text = app.screen.text
         for command in app.runtime.commands:
             assert f"/{command.name}" in text and command.summary in text
-        rows = help_bindings()
+        rows = help_bindings(type(app))
         assert rows
         for section, entries in rows:
             assert section in text

@@ -7,9 +7,9 @@ from typing import Any
 from textual.geometry import Region
 from textual.widget import Widget
 
+from devtools import scripted_server as s
 from engine import events as ev
-from engine.safe_text import safe_text
-from tests import scripted_server as s
+from engine.util.safe_text import safe_text
 from tests.support import of_kind
 from tests.tui.conftest import say, settle
 from tui.widgets.assistant_message import AssistantMessage

@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from engine.backend import Backend
+from devtools import scripted_server as s
 from engine.config import parse_config
-from tests import scripted_server as s
+from engine.model.backend import Backend
 from tests.support import client_for
 from tests.tui.conftest import FROZEN, say, settle
 from tui.app import TroveApp
@@ -186,7 +186,7 @@ async def test_a_quit_during_compact_leaves_a_notice_after_resume(
 
 
 def _local_app(home: Path, model_path: Path, client: Any = None) -> TroveApp:
-    from engine.backend import choose_backend
+    from engine.model.backend import choose_backend
 
     config = parse_config(
         {
@@ -221,8 +221,8 @@ async def test_the_offline_model_starts_while_input_stays_live(tmp_path: Path) -
     import pytest
 
     from engine import events as ev
-    from engine.local import LocalModelClient, find_bundled_model, xllamacpp_installed
-    from engine.local_child import ChildLocalServer
+    from engine.model.local.child import ChildLocalServer
+    from engine.model.local.runner import LocalModelClient, find_bundled_model, xllamacpp_installed
     from tests.tui.conftest import type_text, until
     from tui.widgets.prompt_input import PromptInput
 
@@ -263,7 +263,7 @@ async def test_an_offline_model_that_cannot_start_is_one_line_and_the_prompt_is_
 ) -> None:
     import pytest
 
-    from engine.local import xllamacpp_installed
+    from engine.model.local.runner import xllamacpp_installed
     from tui.widgets.chat_message import Notice
     from tui.widgets.prompt_input import PromptInput
 

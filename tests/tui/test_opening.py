@@ -1,4 +1,4 @@
-"""The thread named on the command line is opened beside the app's start-up (tui.opening).
+"""The thread named on the command line is opened beside the app's start-up (tui.startup.opening).
 
 Whoever ends up with an opened thread must close it, or its writer lock
 stays held: these tests hold that when the app fails before it takes the
@@ -15,12 +15,12 @@ import pytest
 
 from engine import events as ev
 from engine.config import parse_config
-from engine.session import Thread
 from engine.surface import Surface
-from engine.thread_lock import ThreadLockedError
+from engine.threads.lock import ThreadLockedError
+from engine.threads.thread import Thread
 from tests.test_plain_tty import Terminal
-from tui import opening as opening_module
-from tui.opening import Opening
+from tui.startup import opening as opening_module
+from tui.startup.opening import Opening
 
 LIMIT = 20.0
 """Seconds a wait on state may take before the test fails (a bound, never a delay)."""
@@ -80,7 +80,7 @@ def test_resume_in_a_real_terminal_shows_the_thread_and_quits_cleanly(env):
 def test_an_open_the_app_never_took_is_closed(tmp_path):
     """The app fails before its chat screen is up (a bad theme): the lock is released."""
     from engine.config import ConfigError
-    from tui.run import run_tui
+    from tui.startup.run import run_tui
 
     _thread(tmp_path)
     config = parse_config({"ui": {"theme": "no-such-theme"}}, source="c.yaml", env={})

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from textual.widgets._footer import FooterKey
 
+from devtools import scripted_server as s
 from engine import events as ev
-from tests import scripted_server as s
 from tests.support import chat_messages, of_kind
 from tests.tui.conftest import say, settle, type_text, until
 from tui.widgets.chat_message import Notice
@@ -244,7 +244,7 @@ async def test_keys_typed_right_after_enter_are_kept(app_factory, server):
 
 def _resuming_a_long_thread(app_factory, tmp_path, messages: int):
     """An app that opens thread t-long, of `messages` user messages ("message 0", …)."""
-    from engine.session import Thread
+    from engine.threads.thread import Thread
 
     thread = Thread.create(tmp_path / "home", "local", "t-long")
     for n in range(messages):
@@ -315,27 +315,34 @@ async def test_the_earlier_row_loads_on_a_click_and_on_enter(app_factory, monkey
         assert first() == "message 0" and not transcript.query("#load-earlier")
 
 
-async def test_a_corrupt_thread_opens_a_new_one_with_a_notice(app_factory, tmp_path):
-    from engine.session import Thread
+async def test_a_thread_with_a_line_that_is_not_json_opens_what_is_before_it(app_factory, tmp_path):
+    """The log outranks nothing but itself: a garbled line ends what loads, the app opens
+    the thread with a warning, and the bytes from that line on are kept beside the log."""
+    from engine.threads.thread import Thread
 
     thread = Thread.create(tmp_path / "home", "local", "t-broken")
     thread.log.append(ev.UserMessage(text="kept on disk"))
     thread.close()
     path = thread.dir / "session.jsonl"
-    path.write_text(path.read_text() + "{not json\n")
-    before = path.read_bytes()
+    good = path.read_bytes()
+    path.write_bytes(good + b"{not json\n")
     app = app_factory()
     app.start_thread = "t-broken"
     async with app.run_test(size=(100, 32)) as pilot:
         await settle(pilot)
-        assert app.runtime.thread.id != "t-broken"
-        errors = [n.text for n in app.query(Notice) if n.has_class("-error")]
-        assert errors and "session.jsonl:2" in errors[0] and "Nothing was changed" in errors[0]
-    assert path.read_bytes() == before
+        assert app.runtime.thread.id == "t-broken"
+        assert "kept on disk" in [
+            e.text for e in of_kind(app.runtime.thread.log.events, ev.UserMessage)
+        ]
+        warnings = [n.text for n in app.query(Notice) if n.has_class("-warning")]
+        assert any("session.jsonl:2" in text for text in warnings), warnings
+    assert path.read_bytes().startswith(good) and b"not json" not in path.read_bytes()
+    (kept,) = [p for p in thread.dir.iterdir() if ".quarantine-" in p.name]
+    assert kept.read_bytes() == b"{not json\n"
 
 
 async def test_alt_enter_steers_the_running_turn(app_factory, server):
-    from engine.tools import ToolBox
+    from engine.model.tools import ToolBox
     from tests.support import echo_tool
 
     server.script(
@@ -362,7 +369,7 @@ def test_an_unknown_theme_is_a_config_error(tmp_path):
     import pytest
 
     from engine.config import ConfigError, parse_config
-    from tui.run import run_tui
+    from tui.startup.run import run_tui
 
     config = parse_config({"ui": {"theme": "no-such-theme"}}, source="c.yaml", env={})
     with pytest.raises(ConfigError) as err:

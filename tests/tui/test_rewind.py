@@ -7,8 +7,8 @@ from typing import Any
 
 from textual.widgets import OptionList
 
+from devtools import scripted_server as s
 from engine import events as ev
-from tests import scripted_server as s
 from tests.support import of_kind
 from tests.tui.conftest import say, settle, type_text, until
 from tui.inspector.batches_tab import BatchesTab

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from devtools import scripted_server as s
 from engine import events as ev
-from tests import scripted_server as s
 from tests.tui.conftest import say, settle, type_text, until
 
 SIZE = (100, 32)
@@ -148,7 +148,7 @@ def test_steer_in_the_queue_strip(snap_compare, app_factory, server):
     """A turn that ran a tool waits on its next request; below the transcript the strip says
     "replying (turn 1) — Esc cancels" and lists "1. [steer] mention the tool result", with
     "[steer]" in the warning colour; the prompt is empty again."""
-    from engine.tools import ToolBox
+    from engine.model.tools import ToolBox
     from tests.support import echo_tool
 
     server.script(
@@ -175,7 +175,7 @@ def test_a_long_thread_resumed_then_scrolled_to_the_top(snap_compare, app_factor
     reply ("Answer 125: **nothing** yet."), questions with their left border and replies
     alternating below, the scrollbar at the top; the context gauge is red at 110 % (the
     400 messages are more than the scripted model's window)."""
-    from engine.session import Thread
+    from engine.threads.thread import Thread
 
     thread = Thread.create(tmp_path / "home", "local", "t-long")
     for n in range(200):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests import scripted_server as s
+from devtools import scripted_server as s
 from tests.tui.conftest import settle
 from tests.tui.test_welcome import offline_app
 from tui.widgets.tool_block import ToolBlock

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests import scripted_server as s
+from devtools import scripted_server as s
 from tests.tui.conftest import say, settle
 
 LONG = "\n\n".join(f"Paragraph {n} of a long answer." for n in range(12))

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests import scripted_server as s
+from devtools import scripted_server as s
 from tests.tui.conftest import say, settle, until
 from tui.screens.rewind import RewindScreen
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests import scripted_server as s
+from devtools import scripted_server as s
 from tests.support import chat_messages
 from tests.tui.terminal import Terminal, prompt_border, prompt_text, until
 

@@ -15,8 +15,8 @@ from typing import Any
 from textual import events
 from textual.pilot import Pilot
 
+from devtools import scripted_server as s
 from engine import events as ev
-from tests import scripted_server as s
 from tests.support import of_kind
 from tests.test_terminal_safety import (
     CLEAR,

@@ -8,8 +8,8 @@ from typing import Any
 
 from textual.pilot import Pilot
 
+from devtools import scripted_server as s
 from engine import events as ev
-from tests import scripted_server as s
 from tests.tui.conftest import settle
 from tests.tui.test_terminal_safety import screen_text
 from tui.widgets.tool_block import MAX_LINES, ToolBlock
@@ -89,7 +89,7 @@ async def test_an_error_result_says_so_collapsed(app_factory, server):
 async def test_a_huge_result_is_bounded_with_a_note(app_factory, server, tmp_path):
     """Written straight to the log (a tool may return anything): the expanded view shows the
     first MAX_LINES lines and says how many more there are."""
-    from engine.session import Thread
+    from engine.threads.thread import Thread
 
     lines = [f"line {i}" for i in range(MAX_LINES + 500)]
     thread = Thread.create(tmp_path / "home", "local", "t-huge")
@@ -118,7 +118,7 @@ async def test_a_result_in_a_later_chunk_than_its_call_is_matched_by_id(
 ):
     """The call is just before the newest CHUNK events, its result inside them: loading the
     earlier events builds the call's block with the result already attached."""
-    from engine.session import Thread
+    from engine.threads.thread import Thread
 
     thread = Thread.create(tmp_path / "home", "local", "t-split")
     thread.log.append(ev.UserMessage(text="look it up"))

@@ -9,7 +9,7 @@ from tui.widgets.transcript import Transcript
 
 
 def _long_thread(home, thread_id: str, count: int) -> None:
-    from engine.session import Thread
+    from engine.threads.thread import Thread
 
     thread = Thread.create(home, "local", thread_id)
     for n in range(count):

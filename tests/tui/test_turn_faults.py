@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from devtools import scripted_server as s
 from engine import events as ev
 from engine.model import ModelClient
-from tests import scripted_server as s
 from tests.support import chat_messages, of_kind, opened
 from tests.tui.conftest import say, settle, type_text
 from tui.widgets.assistant_message import AssistantMessage

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from engine import events as ev
-from engine.backend import Backend
 from engine.config import parse_config
-from engine.local import LocalSettings
+from engine.model.backend import Backend
+from engine.model.local.runner import LocalSettings
 from tests.tui.conftest import app_for, settle
 from tests.tui.test_terminal_safety import screen_text
 from tui.app import TroveApp
@@ -59,7 +59,7 @@ async def test_a_new_thread_welcomes_with_model_data_dir_and_keys(app_factory, s
 
 
 async def test_a_thread_with_messages_opens_without_the_welcome(app_factory, tmp_path):
-    from engine.session import Thread
+    from engine.threads.thread import Thread
 
     thread = Thread.create(tmp_path / "home", "local", "t-old")
     thread.log.append(ev.UserMessage(text="hello from before"))

@@ -19,9 +19,9 @@ from textual.content import Content
 from textual.widgets import DataTable, OptionList, Static
 from textual.widgets.option_list import Option
 
+from engine.continuity.archive.records import Source
 from engine.continuity.batch_report import BatchRow, batch_sources, batches_report
-from engine.continuity.records import Source
-from engine.safe_text import safe_text
+from engine.util.safe_text import safe_text
 from tui.inspector.messages import OpenSource
 from tui.inspector.status_words import BATCH, batch_label, batch_meaning, history_line
 from tui.inspector.tab import InspectorTab, Stale

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.continuity import Snapshot
-from engine.continuity.notebook import notebook_report
+from engine.continuity.notes.notebook import notebook_report
 
 
 def search(snapshot: Snapshot, query: str) -> dict[str, Any]:

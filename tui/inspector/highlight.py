@@ -2,7 +2,7 @@
 
 Search results and the Reader both mark the query, so the user sees at once
 why a source matched and where in it the words are. Matching mirrors the
-index (`engine.continuity.fts`): whole words case-insensitively, Chinese by
+index (`engine.continuity.archive.fts`): whole words case-insensitively, Chinese by
 character pairs; text is always data, never markup and never a terminal control.
 """
 
@@ -12,8 +12,8 @@ import re
 
 from textual.content import Content
 
-from engine.continuity import fts
-from engine.safe_text import safe_text
+from engine.continuity.archive import fts
+from engine.util.safe_text import safe_text
 
 MATCH_STYLE = "bold reverse $accent"
 

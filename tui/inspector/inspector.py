@@ -24,7 +24,7 @@ from textual.content import Content
 from textual.widgets import Static, TabbedContent, TabPane
 
 from engine.continuity import ContinuityContext
-from engine.safe_text import safe_text
+from engine.util.safe_text import safe_text
 from tui.inspector.batches_tab import BatchesTab
 from tui.inspector.messages import OpenSource
 from tui.inspector.notes_tab import NotesTab

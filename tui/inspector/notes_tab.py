@@ -19,7 +19,7 @@ from textual.content import Content
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from engine.safe_text import safe_text
+from engine.util.safe_text import safe_text
 from tui.inspector import data
 from tui.inspector.messages import OpenSource
 from tui.inspector.status_words import citation_label, citation_meaning, history_line

@@ -20,9 +20,9 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.widgets import Button, Static
 
-from engine.continuity.cli import cli_read
-from engine.continuity.search import PAGE_CHARS
-from engine.safe_text import safe_text
+from engine.continuity.search.view import PAGE_CHARS
+from engine.util.safe_text import safe_text
+from engine.workspace.reports import cli_read
 from tui.clipboard import copy_text
 from tui.inspector import data
 from tui.inspector.highlight import highlighted, terms_pattern

@@ -7,7 +7,7 @@ an excerpt around the match with the query's words highlighted, where the
 source lives, and its id; Enter opens it in the Reader.
 
 The "All threads" switch (F3) searches every thread of the user instead
-(`engine.continuity.across`, read-only, in a worker): hits are grouped under
+(`engine.workspace.search_all`, read-only, in a worker): hits are grouped under
 each thread's title and date; Enter reads a hit from its own thread, and the
 Reader's `o` then switches the app to that thread. An answer stops at
 `max_threads` threads with matches, like the CLI's; its last row then
@@ -28,15 +28,15 @@ from textual.content import Content
 from textual.widgets import Input, Label, OptionList, Static, Switch
 from textual.widgets.option_list import Option
 
-from engine.continuity.across import MAX_THREADS, search_all
-from engine.continuity.search import PAGE_CHARS
-from engine.safe_text import safe_text
+from engine.continuity.search.view import PAGE_CHARS
+from engine.util.safe_text import safe_text
+from engine.util.times import local_time
+from engine.workspace.search_all import MAX_THREADS, search_all
 from tui.inspector import data
 from tui.inspector.highlight import highlighted, terms_pattern
 from tui.inspector.messages import OpenSource
 from tui.inspector.status_words import history_label
 from tui.inspector.tab import InspectorTab, Stale
-from tui.subcommands import local_time
 
 MORE = "more"
 """The id of the row that searches the threads an "All threads" answer left."""

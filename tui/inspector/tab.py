@@ -18,7 +18,7 @@ from textual.containers import Vertical
 from textual.content import Content
 
 from engine.continuity import ContinuityContext, Snapshot
-from engine.safe_text import safe_text
+from engine.util.safe_text import safe_text
 
 T = TypeVar("T")
 

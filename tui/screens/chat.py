@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from msgspec import Struct
 from textual import events, on
@@ -21,8 +21,6 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
 
-from engine.commands import is_command
-from engine.draft import current_draft, withdrawn_text
 from engine.driver import DriverClosedError, InboxItemId
 from engine.events import (
     AssistantMessage,
@@ -35,9 +33,13 @@ from engine.events import (
     TurnEnd,
     UserMessage,
 )
+from engine.model.backend import Backend
 from engine.port import EngineState
 from engine.runtime import Runtime
-from engine.safe_text import safe_text
+from engine.runtime.commands import is_command
+from engine.runtime.rewind import RewindRefused, points, refusal, rewind
+from engine.threads.draft import current_draft, withdrawn_text
+from engine.util.safe_text import safe_text
 from tui.bridge import (
     Bridge,
     EngineFailed,
@@ -48,7 +50,13 @@ from tui.bridge import (
     ReplyStreamed,
 )
 from tui.drawn_lines import DrawnReply, Kept
-from tui.messages import OpenBatch, PromptSubmitted, QueueItemEdit, QueueItemRemove
+from tui.messages import (
+    CommandEntered,
+    OpenBatch,
+    PromptSubmitted,
+    QueueItemEdit,
+    QueueItemRemove,
+)
 from tui.typed import stray_character
 from tui.widgets.key_footer import KeyFooter
 from tui.widgets.new_output import NewOutputMarker
@@ -59,21 +67,21 @@ from tui.widgets.title_bar import TitleBar
 from tui.widgets.transcript import Transcript
 from tui.widgets.welcome import TinyModelNote, Welcome, is_empty, placeholder, tiny_offline
 
-if TYPE_CHECKING:
-    from tui.app import TroveApp
-
 NARROW = 100
 """Below this width the inspector takes the whole screen: half of 80 columns is too
 narrow to read an archive page beside the chat."""
 
 
 class ChatSettings(Struct, frozen=True):
-    """What the screen shows that does not come from the thread."""
+    """What the screen shows that does not come from the thread, and the app's one hook
+    into its mount (`show_opened`: show the thread in the first frame when it can)."""
 
     clock: Callable[[], float]
     model_label: str
     configured: bool
     config_label: str
+    backend: Backend | None = None
+    show_opened: Callable[[], bool] = lambda: False
 
 
 class ChatScreen(Screen[None]):
@@ -123,10 +131,6 @@ class ChatScreen(Screen[None]):
         """What the running request waits on ("retrying (2/3)…", "starting the offline
         model…"); cleared when it is over or text flows."""
 
-    @property
-    def trove(self) -> TroveApp:
-        return cast("TroveApp", self.app)
-
     def compose(self) -> ComposeResult:
         yield TitleBar()
         with Horizontal(id="body"), Vertical(id="chat"):
@@ -141,13 +145,13 @@ class ChatScreen(Screen[None]):
         prompt = self.query_one(PromptInput)
         prompt.menu = self.query_one(SlashMenu)
         prompt.placeholder = placeholder(
-            self.settings.model_label, self.trove.backend, self.settings.configured
+            self.settings.model_label, self.settings.backend, self.settings.configured
         )
         self.query_one(Transcript).marker = self.query_one(NewOutputMarker)
         # Now, not after the first frame (`focus()` defers it): the first frame already
         # shows the prompt focused, ready to type into.
         self.set_focus(prompt, scroll_visible=False)
-        if not self.trove.show_opened():
+        if not self.settings.show_opened():
             self.post_message(self.Ready())
 
     # -- following a runtime ------------------------------------------------------------
@@ -170,7 +174,7 @@ class ChatScreen(Screen[None]):
             transcript.mount(FirstRunPanel(self.settings.config_label))
         elif is_empty(runtime.thread.log.events):
             transcript.mount(Welcome(self.settings.model_label, runtime.thread.dir))
-            backend = self.trove.backend
+            backend = self.settings.backend
             if backend is not None and tiny_offline(backend):
                 transcript.mount(TinyModelNote(backend, self.settings.config_label))
         transcript.load(runtime.thread.log.events, kept)
@@ -292,13 +296,41 @@ class ChatScreen(Screen[None]):
         prompt.set_value(text)
         prompt.focus()
 
+    async def pick_and_rewind(self) -> None:
+        """Open the rewind picker (the caller's worker waits for the choice), then go back
+        there: the engine (engine.runtime.rewind) rewinds, the transcript follows its
+        `session/rewind` event, and the prompt's text is put back to edit."""
+        runtime = self.runtime
+        if runtime is None:
+            return
+        log, driver = runtime.thread.log, runtime.driver
+        why = refusal(driver, log)
+        if why is not None:
+            self.app.notify(why, severity="warning")
+            return
+        listed = points(log)
+        if not listed:
+            self.app.notify("Nothing to rewind to yet: this thread has no prompts.")
+            return
+        from tui.screens.rewind import RewindScreen
+
+        chosen = await self.app.push_screen_wait(RewindScreen(listed))
+        if chosen is None or self.runtime is not runtime:
+            return
+        try:
+            rewind(driver, log, chosen)
+        except RewindRefused as exc:  # something started while the picker was open
+            self.app.notify(str(exc), severity="warning")
+            return
+        self.prefill(chosen.text)
+
     def prompt_empty(self) -> bool:
         prompt = self.query_one(PromptInput)
         return self.focused is prompt and not prompt.text.strip()
 
     def _restore_failed_prompt(self, end: TurnEnd) -> None:
         """The prompts a turn withdrew when it failed before any reply (the model never saw
-        them answered, engine.draft) go back into the input once, ahead of anything typed
+        them answered, engine.threads.draft) go back into the input once, ahead of anything typed
         since, ready to send again: sent again, the model has them once."""
         assert self.runtime is not None
         text = withdrawn_text(self.runtime.thread.log, end)
@@ -353,7 +385,7 @@ class ChatScreen(Screen[None]):
             return
         if is_command(text):
             self.query_one(SlashMenu).hide()
-            self.trove.run_command(text)
+            self.post_message(CommandEntered(text))
             return
         if text.lstrip().startswith("//"):
             text = text.lstrip()[1:]
@@ -398,6 +430,12 @@ class ChatScreen(Screen[None]):
             "it is in the prompt, and Enter sends it as a new prompt.",
             severity="warning",
         )
+
+    def _command_list(self) -> list[tuple[str, str]]:
+        """Every command of the open thread as (name, summary), for the / menu."""
+        if self.runtime is None:
+            return []
+        return [(command.name, command.summary) for command in self.runtime.commands]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "focus_queue":
@@ -524,7 +562,7 @@ class ChatScreen(Screen[None]):
         menu = self.query_one(SlashMenu)
         text = prompt.text
         if text.startswith("/") and " " not in text and "\n" not in text:
-            menu.show_for(text[1:].lower(), self.trove.command_list())
+            menu.show_for(text[1:].lower(), self._command_list())
         else:
             menu.hide()
 
@@ -580,7 +618,7 @@ class ChatScreen(Screen[None]):
 
     def _restore_draft(self, runtime: Runtime) -> None:
         """The prompt left unsent when this thread was last closed comes back, ahead of
-        anything typed since (engine.draft). Not into a view of a thread another process
+        anything typed since (engine.threads.draft). Not into a view of a thread another process
         writes: that one has it."""
         draft = current_draft(runtime.thread.log)
         if not draft or runtime.thread.read_only:

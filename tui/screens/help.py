@@ -9,8 +9,9 @@ added anywhere shows up here without anyone remembering to.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.dom import DOMNode
@@ -67,9 +68,9 @@ def _own(cls: type[DOMNode]) -> list[BindingType]:
     return list(cls.__dict__.get("BINDINGS", []))
 
 
-def help_bindings() -> list[tuple[str, list[Row]]]:
-    """The sections of the help's key list, each read from the bindings of its widgets."""
-    from tui.app import TroveApp
+def help_bindings(app: type[App[Any]]) -> list[tuple[str, list[Row]]]:
+    """The sections of the help's key list, each read from the bindings of its widgets
+    (`app`: the running app's class, whose own keys work anywhere)."""
     from tui.inspector.batches_tab import BatchTable, SourceList
     from tui.inspector.inspector import ArchiveInspector
     from tui.inspector.notes_tab import NoteList
@@ -81,11 +82,11 @@ def help_bindings() -> list[tuple[str, list[Row]]]:
     from tui.widgets.status_strip import QueueList
     from tui.widgets.transcript import Transcript
 
-    palette = Binding(TroveApp.COMMAND_PALETTE_BINDING, "command_palette", "command palette")
+    palette = Binding(app.COMMAND_PALETTE_BINDING, "command_palette", "command palette")
     inspector: list[type[DOMNode]] = [ArchiveInspector, SearchTab, SearchBox, ResultList]
     inspector += [BatchTable, SourceList, NoteList, ReaderTab]
     sources: Sequence[tuple[str, Sequence[type[DOMNode]], list[BindingType]]] = [
-        ("Keys anywhere", [TroveApp, Screen, ChatScreen], [palette]),
+        ("Keys anywhere", [app, Screen, ChatScreen], [palette]),
         ("Keys in the prompt", [PromptInput], []),
         ("Keys in the queue", [QueueList], []),
         ("Keys in the transcript", [Transcript, CheckpointBlock], []),
@@ -132,7 +133,7 @@ class HelpScreen(ModalScreen[None]):
             yield Static("Commands", classes="help-heading -first")
             for name, summary in self.commands:
                 yield _row(f"/{name}", summary, "-command")
-            for title, rows in help_bindings():
+            for title, rows in help_bindings(type(self.app)):
                 yield Static(title, classes="help-heading")
                 for keys, what in rows:
                     yield _row(key_label(keys), what)

@@ -12,8 +12,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
-from engine.rewind import RewindPoint
-from engine.safe_text import safe_text
+from engine.runtime.rewind import RewindPoint
+from engine.util.safe_text import safe_text
 
 
 def _when(point: RewindPoint) -> str:

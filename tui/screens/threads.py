@@ -10,7 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
-from engine.session import ThreadInfo
+from engine.workspace.listing import ThreadInfo
 
 
 class ThreadsScreen(ModalScreen[str | None]):

@@ -32,7 +32,7 @@ from textual.style import Style as VisualStyle
 from textual.timer import Timer
 from textual.visual import Visual, visualize
 
-from engine.safe_text import SafeStream, safe_text
+from engine.util.safe_text import SafeStream, safe_text
 from tui.drawn_lines import DrawnReply
 from tui.widgets.chat_message import PastReply
 

@@ -16,7 +16,7 @@ from textual.strip import Strip
 from textual.visual import Visual
 from textual.widgets import Static
 
-from engine.safe_text import safe_text
+from engine.util.safe_text import safe_text
 from tui import code_lexers, drawn_lines
 
 if TYPE_CHECKING:

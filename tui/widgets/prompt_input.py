@@ -18,7 +18,7 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widgets import TextArea
 
-from engine.safe_text import safe_text
+from engine.util.safe_text import safe_text
 from tui.messages import PromptSubmitted
 from tui.widgets.slash_menu import SlashMenu
 

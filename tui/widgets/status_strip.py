@@ -16,7 +16,7 @@ from textual.widget import Widget
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from engine.safe_text import safe_text
+from engine.util.safe_text import safe_text
 from tui.messages import QueueItemEdit, QueueItemRemove
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"

@@ -12,7 +12,7 @@ from textual.content import Content
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from engine.safe_text import safe_text
+from engine.util.safe_text import safe_text
 
 GAP = "  "
 

@@ -25,7 +25,7 @@ from textual.strip import Strip
 from textual.visual import Visual
 from textual.widget import Widget
 
-from engine.safe_text import safe_text
+from engine.util.safe_text import safe_text
 from tui.widgets.tool_summary import MAX_LINES, call_line, full_text, result_line
 
 __all__ = ["MAX_LINES", "ToolBlock"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.safe_text import safe_text
+from engine.util.safe_text import safe_text
 
 MAX_LINES = 200
 """Lines of a result shown when a block is expanded; the rest is in the log."""

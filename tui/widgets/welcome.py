@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from engine import events as ev
-from engine.backend import Backend
+from engine.model.backend import Backend
 from tui.widgets.chat_message import Notice
 
 KEYS = "Enter sends · Esc cancels a reply · F1 lists every key and command"
@@ -33,8 +33,9 @@ def is_empty(events: Iterable[ev.LogEvent]) -> bool:
 
 
 def model_label_of(path: Path) -> str:
-    """The local model's short name (engine.local is imported only with a local model)."""
-    from engine.local import model_label
+    """The local model's short name (engine.model.local.runner is imported only with a
+    local model)."""
+    from engine.model.local.runner import model_label
 
     return model_label(path)
 

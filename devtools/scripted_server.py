@@ -1,0 +1,723 @@
+"""A scripted OpenAI-compatible chat-completions server for tests and benchmarks.
+
+Tests must exercise the real client code over real sockets (DESIGN.md, "Model
+backends"), so instead of patching ``openai`` we serve the wire protocol
+ourselves: a ``ThreadingHTTPServer`` on 127.0.0.1 that answers each request with
+the next scripted :class:`Reply` (or an echo when the script runs dry).
+
+Run it as a process to drive the app by hand or from a benchmark::
+
+    python -m devtools.scripted_server [--port N] [--tokens-per-second R] [--reply-words N]
+
+The first stdout line is the ``base_url``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import contextlib
+import itertools
+import json
+import math
+import select
+import socket
+import struct
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+HoldMode = Literal[False, True, "before"]
+Framing = Literal["chunked", "close"]
+
+_DEFAULT_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "invalid_request_error",
+    403: "permission_error",
+    404: "invalid_request_error",
+    429: "rate_limit_error",
+}
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer; built by :func:`text`, :func:`tool_calls`, :func:`error` …
+
+    A single value type keeps the queue simple and lets tests compare or reuse
+    replies; the constructors below are the intended way to make one.
+    """
+
+    kind: Literal[
+        "text",
+        "tool_calls",
+        "error",
+        "drop",
+        "reset",
+        "malformed",
+        "empty",
+        "choiceless",
+        "cutoff",
+    ]
+    pieces: tuple[str, ...] = ()
+    calls: tuple[tuple[str, str], ...] = ()
+    usage: dict[str, Any] | None = None
+    hold: HoldMode = False
+    per_second: float | None = None
+    status: int = 200
+    body: dict[str, Any] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    raw: str = ""
+    """For ``malformed``: the data line sent where a chunk belongs."""
+    done: bool = True
+    """False: a whole reply (finish reason, usage) whose stream ends without ``[DONE]``."""
+    cut: int | None = None
+    """For ``cutoff``: how many deltas are sent before the body ends (None: all of them)."""
+    framing: Framing = "chunked"
+    """For ``cutoff``: how the body ends. ``chunked``: its terminating chunk, as a proxy
+    ends a response its upstream abandoned; ``close``: a body without length or chunks,
+    ended by closing the connection."""
+
+    @property
+    def content(self) -> str:
+        """The full assistant text, so assertions need not re-join the pieces."""
+        return "".join(self.pieces)
+
+
+def _split(content: str, size: int) -> tuple[str, ...]:
+    size = max(1, size)
+    return tuple(content[i : i + size] for i in range(0, len(content), size))
+
+
+def text(
+    content: str,
+    *,
+    chunk_chars: int = 4,
+    usage: dict[str, Any] | None = None,
+    hold: HoldMode = False,
+    per_second: float | None = None,
+    done: bool = True,
+) -> Reply:
+    """A streamed assistant message, split small so clients see many deltas.
+
+    ``hold=True`` sends headers and the first chunk and then waits for
+    :meth:`ScriptedServer.release`; ``hold="before"`` waits before sending any
+    byte. ``per_second`` paces the chunks (for benchmarks, never for tests).
+    ``done=False`` leaves out the final ``[DONE]``, as some servers do.
+    """
+    return Reply(
+        kind="text",
+        pieces=_split(content, chunk_chars),
+        usage=usage,
+        hold=hold,
+        per_second=per_second,
+        done=done,
+    )
+
+
+def words(n: int, *, per_second: float | None = None) -> Reply:
+    """A long reply of ``n`` one-word chunks, the unit a benchmark counts as a token."""
+    vocab = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta")
+    pieces = tuple((vocab[i % len(vocab)] + ("\n\n" if i % 40 == 39 else " ")) for i in range(n))
+    return Reply(kind="text", pieces=pieces, per_second=per_second)
+
+
+def tool_calls(calls: Sequence[tuple[str, dict[str, Any] | str]], *, content: str = "") -> Reply:
+    """Assistant tool calls streamed the way real servers split them.
+
+    Arguments arrive in several fragments keyed by ``index`` so the client's
+    assembly logic is what gets tested.
+    """
+    encoded = tuple(
+        (name, args if isinstance(args, str) else json.dumps(args)) for name, args in calls
+    )
+    return Reply(kind="tool_calls", pieces=_split(content, 4) if content else (), calls=encoded)
+
+
+def error(
+    status: int,
+    message: str,
+    *,
+    code: str | None = None,
+    type: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> Reply:
+    """An OpenAI-shaped error response.
+
+    429 and 5xx carry ``retry-after-ms: 1`` by default so the SDK's own retry
+    loop runs at full speed in tests instead of backing off for seconds.
+    """
+    err_type = type or _DEFAULT_ERROR_TYPES.get(
+        status, "server_error" if status >= 500 else "error"
+    )
+    hdrs = {"retry-after-ms": "1"} if status == 429 or status >= 500 else {}
+    hdrs.update(headers or {})
+    body = {"error": {"message": message, "type": err_type, "code": code, "param": None}}
+    return Reply(kind="error", status=status, body=body, headers=hdrs)
+
+
+def overflow(limit: int = 8192, requested: int = 9000) -> Reply:
+    """The 400 OpenAI sends when the prompt does not fit the context window."""
+    message = (
+        f"This model's maximum context length is {limit} tokens. However, your messages "
+        f"resulted in {requested} tokens. Please reduce the length of the messages."
+    )
+    return error(400, message, code="context_length_exceeded", type="invalid_request_error")
+
+
+def drop(after_chunks: int = 1) -> Reply:
+    """A stream that dies mid-reply (no terminating chunk, no ``[DONE]``)."""
+    return Reply(kind="drop", pieces=("partial ",) * max(0, after_chunks))
+
+
+def reset(after_chunks: int = 1) -> Reply:
+    """A stream the server aborts mid-reply with a TCP reset (RST), as a crashed proxy does."""
+    return Reply(kind="reset", pieces=("partial ",) * max(0, after_chunks))
+
+
+def cutoff(
+    content: str = "",
+    *,
+    calls: Sequence[tuple[str, str]] = (),
+    chunk_chars: int = 4,
+    cut: int | None = None,
+    framing: Framing = "chunked",
+) -> Reply:
+    """A stream the server ends cleanly mid-reply: no finish reason, no ``[DONE]``.
+
+    Unlike :func:`drop` the HTTP body ends properly, so no transport error tells
+    the client: only the missing end of the reply does. The deltas are those of
+    a whole reply (the role, then the text in ``chunk_chars`` pieces, then each
+    call's header and its arguments in three fragments); ``cut`` sends only the
+    first ``cut`` of them. ``calls`` carry raw argument text, so a cut inside the
+    JSON is a prefix of it.
+    """
+    return Reply(
+        kind="cutoff",
+        pieces=_split(content, chunk_chars) if content else (),
+        calls=tuple(calls),
+        cut=cut,
+        framing=framing,
+    )
+
+
+def stall(content: str = "partial answer that stalls", *, chunk_chars: int = 8) -> Reply:
+    """A stream that sends its first piece of text and then no byte until released.
+
+    Only the client's read timeout (or a release) ends it, so tests set the timeout small
+    and wait on the client's state instead of sleeping.
+    """
+    return text(content, chunk_chars=chunk_chars, hold=True)
+
+
+def malformed(after_chunks: int = 1, line: str = '{"choices": [{"delta": ') -> Reply:
+    """A stream whose data line after ``after_chunks`` pieces of text is not valid JSON."""
+    return Reply(kind="malformed", pieces=("partial ",) * max(0, after_chunks), raw=line)
+
+
+def empty() -> Reply:
+    """A 200 stream with no chunks at all: just ``data: [DONE]``."""
+    return Reply(kind="empty")
+
+
+def choiceless() -> Reply:
+    """A stream whose chunks all have an empty ``choices`` list (usage only)."""
+    return Reply(kind="choiceless")
+
+
+def _message_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""
+
+
+def echo(body: dict[str, Any]) -> Reply:
+    """The reply used when the script is empty: it proves which prompt arrived."""
+    messages = body.get("messages") or []
+    last_user = next(
+        (m for m in reversed(messages) if isinstance(m, dict) and m.get("role") == "user"), {}
+    )
+    return text("echo: " + _message_text(last_user))
+
+
+def _estimate_usage(body: dict[str, Any], completion_chars: int) -> dict[str, int]:
+    prompt_chars = sum(
+        len(_message_text(m)) for m in body.get("messages") or [] if isinstance(m, dict)
+    )
+    prompt = math.ceil(prompt_chars / 4)
+    completion = math.ceil(completion_chars / 4)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+class _Gate:
+    """A one-shot latch a held reply waits on; ``release()`` opens it."""
+
+    def __init__(self, opened: bool = False) -> None:
+        self.event = threading.Event()
+        if opened:
+            self.event.set()
+
+
+class _ClientGone(Exception):
+    """The client closed the connection while a reply was held."""
+
+
+class _Server(ThreadingHTTPServer):
+    """Quiet about clients that vanish between requests (a killed app's keep-alive
+    connection): that is the client's business, not a server error worth a traceback."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+class ScriptedServer:
+    """A real HTTP server on 127.0.0.1 that answers from a FIFO script.
+
+    Tests synchronise with it through :meth:`wait_requests` and the hold gates
+    rather than sleeps, so they are fast and deterministic.
+    """
+
+    def __init__(
+        self,
+        *,
+        models: Sequence[str] = ("scripted-model",),
+        port: int = 0,
+        fallback: Callable[[dict[str, Any]], Reply] = echo,
+    ) -> None:
+        self.models = list(models)
+        self.requests: list[dict[str, Any]] = []
+        self.request_headers: list[dict[str, str]] = []
+        self.disconnects = 0
+        self._fallback = fallback
+        self._port = port
+        self._cond = threading.Condition()
+        self._queue: collections.deque[Reply] = collections.deque()
+        self._gates: collections.deque[_Gate] = collections.deque()
+        self._prereleased = 0
+        self._stopping = False
+        self._ids = itertools.count(1)
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.base_url = ""
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def start(self) -> ScriptedServer:
+        """Bind a free port and serve in a daemon thread, so tests never collide."""
+        handler = type("_BoundHandler", (_Handler,), {"scripted": self})
+        self._httpd = _Server(("127.0.0.1", self._port), handler)
+        self._httpd.daemon_threads = True
+        port = self._httpd.server_address[1]
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.02},
+            name="scripted-server",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and open every gate so no handler thread is left blocked."""
+        with self._cond:
+            self._stopping = True
+            for gate in self._gates:
+                gate.event.set()
+            self._gates.clear()
+            self._cond.notify_all()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> ScriptedServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- scripting ---------------------------------------------------------
+
+    def script(self, *replies: Reply) -> None:
+        """Queue replies; each incoming chat request consumes exactly one."""
+        with self._cond:
+            self._queue.extend(replies)
+
+    def always(self, reply: Reply) -> None:
+        """Answer every request the script does not cover with ``reply``, e.g. a model
+        that never stops calling tools."""
+        with self._cond:
+            self._fallback = lambda body: reply
+
+    def release(self) -> None:
+        """Open the gate of the oldest held reply.
+
+        Called before the held reply is dispatched, it pre-opens the next gate,
+        so tests need not race the handler thread.
+        """
+        with self._cond:
+            if self._gates:
+                self._gates.popleft().event.set()
+            else:
+                self._prereleased += 1
+
+    @property
+    def pending(self) -> int:
+        """Scripted replies not yet consumed, to assert a test used its whole script."""
+        with self._cond:
+            return len(self._queue)
+
+    async def wait_requests(self, n: int, timeout: float = 5) -> None:
+        """Wait until ``n`` chat requests have arrived, without blocking the event loop."""
+        await self._wait(lambda: len(self.requests) >= n, timeout, f"{n} requests")
+
+    async def wait_disconnects(self, n: int = 1, timeout: float = 5) -> None:
+        """Wait until clients have closed ``n`` connections while a reply was held.
+
+        This is how a test proves a cancelled client really closed its response.
+        """
+        await self._wait(lambda: self.disconnects >= n, timeout, f"{n} disconnects")
+
+    async def _wait(self, predicate: Callable[[], bool], timeout: float, what: str) -> None:
+        def block() -> bool:
+            with self._cond:
+                return self._cond.wait_for(lambda: predicate() or self._stopping, timeout)
+
+        if not await asyncio.to_thread(block) or not predicate():
+            raise TimeoutError(f"scripted server: waited {timeout}s for {what}")
+
+    # -- used by the handler -------------------------------------------------
+
+    def _dispatch(
+        self, body: dict[str, Any], headers: dict[str, str]
+    ) -> tuple[Reply, _Gate | None]:
+        with self._cond:
+            self.requests.append(body)
+            self.request_headers.append(headers)
+            reply = self._queue.popleft() if self._queue else self._fallback(body)
+            gate = None
+            if reply.hold:
+                gate = _Gate(opened=self._stopping or self._prereleased > 0)
+                if self._prereleased > 0:
+                    self._prereleased -= 1
+                elif not self._stopping:
+                    self._gates.append(gate)
+            self._cond.notify_all()
+            return reply, gate
+
+    def _note_disconnect(self) -> None:
+        with self._cond:
+            self.disconnects += 1
+            self._cond.notify_all()
+
+    def _next_id(self) -> int:
+        return next(self._ids)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Speaks just enough HTTP/1.1 (keep-alive, chunked SSE) for the openai SDK."""
+
+    protocol_version = "HTTP/1.1"
+    scripted: ScriptedServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence per-request logging: test output should show only failures."""
+
+    # -- routing -----------------------------------------------------------
+
+    def do_GET(self) -> None:
+        """Serve the model list so clients that probe ``/models`` work."""
+        if self.path.rstrip("/") in ("/v1/models", "/models"):
+            data = [
+                {"id": name, "object": "model", "created": 0, "owned_by": "scripted"}
+                for name in self.scripted.models
+            ]
+            self._send_json(200, {"object": "list", "data": data})
+        else:
+            self._not_found()
+
+    def do_POST(self) -> None:
+        """Answer chat completions from the script; anything else is a 404."""
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if self.path.split("?")[0].rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+            self._not_found()
+            return
+        try:
+            body = json.loads(raw or b"{}")
+            if not isinstance(body, dict):
+                raise ValueError("body is not an object")
+        except ValueError as exc:
+            self._send_json(400, _error_body(f"invalid JSON body: {exc}", "invalid_request_error"))
+            return
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        reply, gate = self.scripted._dispatch(body, headers)
+        try:
+            if reply.hold == "before" and gate is not None:
+                self._await_gate(gate)
+            if reply.kind == "error":
+                self._send_json(reply.status, reply.body or {}, reply.headers)
+            elif body.get("stream"):
+                self._stream(body, reply, gate)
+            else:
+                self._complete(body, reply)
+        except (_ClientGone, BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _not_found(self) -> None:
+        self._send_json(404, _error_body(f"no route for {self.command} {self.path}", "not_found"))
+
+    # -- plumbing ------------------------------------------------------------
+
+    def _send_json(
+        self, status: int, obj: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _await_gate(self, gate: _Gate) -> None:
+        """Block until released, noticing if the client hangs up meanwhile."""
+        while not gate.event.wait(0.01):
+            if self._client_closed():
+                self.scripted._note_disconnect()
+                raise _ClientGone
+
+    def _client_closed(self) -> bool:
+        sock = self.connection
+        try:
+            readable, _, _ = select.select([sock], [], [], 0)
+            if not readable:
+                return False
+            return sock.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
+    _chunked = True
+    """The response being streamed uses chunked transfer encoding (else: ended by a close)."""
+
+    def _write_chunk(self, payload: bytes) -> None:
+        if self._chunked:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(payload), payload))
+        elif payload:
+            self.wfile.write(payload)
+
+    def _event(self, obj: dict[str, Any] | str) -> None:
+        data = obj if isinstance(obj, str) else json.dumps(obj)
+        self._write_chunk(f"data: {data}\n\n".encode())
+
+    # -- replies -------------------------------------------------------------
+
+    def _stream(self, body: dict[str, Any], reply: Reply, gate: _Gate | None) -> None:
+        self._chunked = reply.kind != "cutoff" or reply.framing == "chunked"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        if self._chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Connection", "close")
+        self.end_headers()
+
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        cid = f"chatcmpl-scripted-{self.scripted._next_id()}"
+        model = str(body.get("model") or "scripted-model")
+        created = int(time.time())
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            obj: dict[str, Any] = {
+                "id": cid,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "system_fingerprint": None,
+                "choices": [
+                    {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+                ],
+            }
+            if include_usage:
+                obj["usage"] = None
+            return obj
+
+        if reply.kind in ("empty", "choiceless"):
+            if reply.kind == "choiceless":
+                for usage in ({}, _estimate_usage(body, 0)):
+                    bare = chunk({})
+                    bare["choices"] = []
+                    bare["usage"] = usage or None
+                    self._event(bare)
+            self._event("[DONE]")
+            self._write_chunk(b"")
+            return
+        deltas = list(self._deltas(reply))
+        if reply.kind == "cutoff" and reply.cut is not None:
+            deltas = deltas[: reply.cut]
+        # Hold after the first piece of text, so the client has something to show.
+        hold_after = 1 if reply.pieces else 0
+        start = time.monotonic()
+        for i, delta in enumerate(deltas):
+            if reply.per_second and i:
+                lag = start + i / reply.per_second - time.monotonic()
+                if lag > 0:
+                    time.sleep(lag)
+            self._event(chunk(delta))
+            if i == hold_after and reply.hold is True and gate is not None:
+                self._await_gate(gate)
+        if reply.kind == "drop":
+            # End the handler without the terminating chunk: the client sees a torn stream.
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if reply.kind == "reset":
+            self._reset()
+            return
+        if reply.kind == "cutoff":
+            # The body ends as a whole one would, only too soon: no finish, no [DONE].
+            self._write_chunk(b"")
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_WR)
+            return
+        if reply.kind == "malformed":
+            self._event(reply.raw)
+            self._event(chunk({}, "stop"))
+            self._event("[DONE]")
+            self._write_chunk(b"")
+            return
+        finish = "tool_calls" if reply.calls else "stop"
+        self._event(chunk({}, finish))
+        if include_usage:
+            usage = reply.usage or _estimate_usage(body, _completion_chars(reply))
+            final = chunk({})
+            final["choices"] = []
+            final["usage"] = usage
+            self._event(final)
+        if reply.done:
+            self._event("[DONE]")
+        self._write_chunk(b"")
+
+    def _reset(self) -> None:
+        """Close with SO_LINGER 0, so the kernel sends RST instead of an orderly FIN."""
+        self.wfile.flush()
+        self.close_connection = True
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()
+
+    def _deltas(self, reply: Reply) -> Iterator[dict[str, Any]]:
+        """The deltas in wire order: role first, then text, then tool-call fragments."""
+        yield {"role": "assistant", "content": ""}
+        for piece in reply.pieces:
+            yield {"content": piece}
+        for index, (name, args) in enumerate(reply.calls):
+            call_id = f"call_{self.scripted._next_id():04d}"
+            yield {
+                "tool_calls": [
+                    {
+                        "index": index,
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": name, "arguments": ""},
+                    }
+                ]
+            }
+            for frag in _split(args, max(1, math.ceil(len(args) / 3))):
+                yield {"tool_calls": [{"index": index, "function": {"arguments": frag}}]}
+
+    def _complete(self, body: dict[str, Any], reply: Reply) -> None:
+        if reply.kind == "reset":
+            self._reset()
+            return
+        if reply.kind in ("drop", "malformed", "empty", "choiceless", "cutoff"):
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
+        if reply.calls:
+            message["tool_calls"] = [
+                {
+                    "id": f"call_{self.scripted._next_id():04d}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": args},
+                }
+                for name, args in reply.calls
+            ]
+        self._send_json(
+            200,
+            {
+                "id": f"chatcmpl-scripted-{self.scripted._next_id()}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": str(body.get("model") or "scripted-model"),
+                "system_fingerprint": None,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": message,
+                        "logprobs": None,
+                        "finish_reason": "tool_calls" if reply.calls else "stop",
+                    }
+                ],
+                "usage": reply.usage or _estimate_usage(body, _completion_chars(reply)),
+            },
+        )
+
+
+def _completion_chars(reply: Reply) -> int:
+    return len(reply.content) + sum(len(name) + len(args) for name, args in reply.calls)
+
+
+def _error_body(message: str, err_type: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": err_type, "code": None, "param": None}}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve echo (or long paced) replies forever, for manual runs and benchmarks."""
+    parser = argparse.ArgumentParser(prog="python -m devtools.scripted_server", description=__doc__)
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: free)")
+    parser.add_argument(
+        "--tokens-per-second", type=float, default=None, help="pace streamed chunks at this rate"
+    )
+    parser.add_argument(
+        "--reply-words", type=int, default=0, help="answer with this many words instead of echo"
+    )
+    args = parser.parse_args(argv)
+    rate = args.tokens_per_second
+
+    def fallback(body: dict[str, Any]) -> Reply:
+        if args.reply_words > 0:
+            return words(args.reply_words, per_second=rate)
+        reply = echo(body)
+        return Reply(kind="text", pieces=reply.pieces, per_second=rate)
+
+    server = ScriptedServer(port=args.port, fallback=fallback).start()
+    print(server.base_url, flush=True)
+    stop = threading.Event()
+    with contextlib.suppress(KeyboardInterrupt):
+        stop.wait()
+    server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

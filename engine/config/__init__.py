@@ -1,0 +1,31 @@
+"""The configuration: typed settings read from YAML, the environment and defaults."""
+
+from engine.config.errors import ConfigError
+from engine.config.settings import (
+    CompactionConfig,
+    Config,
+    LocalConfig,
+    ModelConfig,
+    TaskContinuityConfig,
+    UiConfig,
+    default_home,
+    key_descriptions,
+    load_config,
+    parse_config,
+    valid_user_id,
+)
+
+__all__ = [
+    "CompactionConfig",
+    "Config",
+    "ConfigError",
+    "LocalConfig",
+    "ModelConfig",
+    "TaskContinuityConfig",
+    "UiConfig",
+    "default_home",
+    "key_descriptions",
+    "load_config",
+    "parse_config",
+    "valid_user_id",
+]

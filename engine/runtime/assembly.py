@@ -1,0 +1,419 @@
+"""Assembles one open thread: config, log, model client, tools and driver.
+
+Every front end (the Textual app, the plain REPL, one-shot mode, tests)
+builds the same Runtime, so they cannot drift apart in behaviour.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from msgspec import UNSET, Struct, field
+
+from engine.compaction import CompactService
+from engine.config import Config
+from engine.driver import Driver, TurnAgent
+from engine.events import CompactArchived, CompactEnd, CompactStart, LogEvent, UserMessage
+from engine.log import SessionLog
+from engine.model import ModelClient
+from engine.model.backend import Backend, choose_backend
+from engine.port import EngineState, ErrorHook, Listener, Port, Unsubscribe
+from engine.runtime.builtin import register_builtins
+from engine.runtime.commands import CommandRegistry, FrontEnd
+from engine.runtime.relay import DriverRelay, engine_state
+from engine.surface import Surface
+from engine.threads.lock import ThreadLockedError
+from engine.threads.thread import Thread
+from engine.util.offload import run_drained
+
+if TYPE_CHECKING:
+    from engine.continuity import ContinuityContext
+    from engine.surface import Entry
+
+SYSTEM_PROMPT = (
+    "You are a helpful assistant in Trove, a terminal chat app. "
+    "Answer clearly and concisely; use Markdown where it helps."
+)
+
+INTERRUPTED_COMPACTION = (
+    "The compaction that was running when Trove last quit was interrupted; nothing was lost: "
+    "the conversation is as it was. Run /compact again if you want it."
+)
+"""The notice for a compaction cut off before its checkpoint: the conversation is as it was."""
+
+COMPACTED_BEFORE_QUIT = (
+    "The compaction that was running when Trove last quit had already replaced {what} "
+    "with its summary: the conversation is compacted."
+)
+"""The notice for one cut off after its checkpoint (while archiving the originals); one of
+the archive sentences below follows it."""
+
+
+def open_thread(
+    config: Config,
+    home: Path,
+    thread_id: str | None = None,
+    new_id: str | None = None,
+    *,
+    view_if_locked: bool = False,
+) -> Thread:
+    """The blocking part of opening a thread (replay, recovery), safe in a worker thread.
+
+    A thread another process writes raises ThreadLockedError, or with
+    `view_if_locked` opens as a read-only view that says why.
+    """
+    if thread_id is None:
+        return Thread.pending(home, config.user_id, new_id)
+    try:
+        thread = Thread.resume(home, config.user_id, thread_id)
+    except ThreadLockedError as exc:
+        if not view_if_locked:
+            raise
+        return Thread.view(home, config.user_id, thread_id, f"read-only view: {exc}")
+    if config.task_continuity.enabled:
+        _recover_archive(config, thread)
+    return thread
+
+
+def _recover_archive(config: Config, thread: Thread) -> None:
+    """A crash may have cut a compaction between its checkpoint and its archive write,
+    or a capture may have failed: the originals are still in the log."""
+    if not any(map(_archive_reference, thread.log.control)):
+        return  # never compacted: nothing to recover, and no continuity import to pay
+    from engine.continuity import ArchiveStore, archive_path
+    from engine.continuity.archive.status import scan_history, scope_binding
+    from engine.continuity.recovery import recapture
+
+    scope = scope_binding(thread.user_id, thread.id)
+    # The control events hold every event the scan reads (engine.log.control).
+    if not scan_history(thread.log.control, scope).lost:
+        return
+    with ArchiveStore(archive_path(thread.dir), config.task_continuity, scope=scope) as store:
+        recapture(thread.log, store, user_id=thread.user_id, thread_id=thread.id)
+
+
+def _archive_reference(event: LogEvent) -> bool:
+    """An event `scan_history` reads: without one, no archive can have been promised."""
+    kind = type(event)
+    if kind is UserMessage:
+        return event.checkpoint is not None  # type: ignore[union-attr]
+    return kind is CompactEnd or kind is CompactArchived
+
+
+def interrupted_compaction_notice(log: SessionLog, *, continuity: bool) -> str | None:
+    """What to tell the user about a compaction the end of the last lifecycle cut off
+    (a kill, or a quit; `TailState.quit_compact`), None when there is none.
+
+    Cut off before its checkpoint, it changed nothing but the log. Cut off after it
+    (the archive write is the last step), the summary has replaced the span: the
+    conversation is compacted, and the notice says where the originals are: archived
+    before the end, archived again when this open recaptured them from the log
+    (`_recover_archive`), or not archived (history `unavailable`), or, with task
+    continuity off, never meant to be. Reads the log's control events only (every
+    checkpoint, end and archive record is one), and only when there is such a compaction.
+    """
+    cut = log.tail.quit_compact
+    if cut is None:
+        return None
+    start = cut.seq if isinstance(cut, CompactStart) else cut.start
+    replaced: int | None = None
+    archive: Any = None
+    recovered = False
+    for event in log.control:
+        if isinstance(event, UserMessage):
+            mark = event.checkpoint
+            if start is not None and mark is not None and mark.start == start:
+                replaced = mark.count or 0
+        elif isinstance(event, CompactEnd | CompactArchived) and event.start == start:
+            if isinstance(event, CompactEnd) and event.archive_error:
+                archive = {"error": event.archive_error}
+            elif event.archive is not UNSET:
+                archive = event.archive
+                seam = log.tail.end_seed
+                recovered = isinstance(event, CompactArchived) and bool(
+                    seam and event.seq > seam.seq
+                )
+    if replaced is None:
+        return INTERRUPTED_COMPACTION
+    what = f"{replaced} messages" if replaced else "the messages it selected"
+    head = COMPACTED_BEFORE_QUIT.format(what=what)
+    return f"{head} {_originals(archive, recovered=recovered, continuity=continuity)}"
+
+
+def _originals(archive: Any, *, recovered: bool, continuity: bool) -> str:
+    """Where the originals of a compacted span are, as one sentence for the notice."""
+    batch = archive.get("batch") if isinstance(archive, Mapping) else None
+    if isinstance(batch, int) and not isinstance(batch, bool):
+        how = ", recovered from the log as this thread opened" if recovered else ""
+        return f"Its originals are archived (batch {batch}{how}): history search can read them."
+    if isinstance(archive, Mapping):
+        why = archive.get("error") or "the archive write failed"
+        return (
+            f"Its originals could not be archived ({why}): history is unavailable until "
+            "they are; they are still in the log, and the next open tries again."
+        )
+    if not continuity:
+        return "Task continuity is off, so its originals were not archived; the log keeps them."
+    return (
+        "Its originals are not archived yet: history is unavailable until the next open "
+        "archives them again from the log."
+    )
+
+
+def _continuity(config: Config, thread: Thread, surface: Surface) -> ContinuityContext:
+    """The thread's archive (capture on every compaction) and notes."""
+    from engine.continuity import ArchiveStore, ContinuityContext, archive_path, scope_binding
+
+    scope = scope_binding(thread.user_id, thread.id)  # written into the file at creation
+    store = ArchiveStore(
+        archive_path(thread.dir),
+        config.task_continuity,
+        scope=scope,
+        readonly=thread.read_only is not None,  # a view of a thread another process writes
+    )
+    return ContinuityContext.for_log(
+        thread.log, surface, store, user_id=thread.user_id, thread_id=thread.id
+    )
+
+
+class Runtime(Struct):
+    config: Config
+    home: Path
+    thread: Thread
+    model: ModelClient
+    driver: Driver
+    commands: CommandRegistry
+    compaction: CompactService
+    _continuity: ContinuityContext | None
+    port: Port
+    notices: list[str] = field(default_factory=list)
+    backend: Backend | None = None
+    _pending: Callable[[], None] | None = None
+    """The continuity wiring `assemble(defer_continuity=True)` left for `complete()`."""
+
+    @property
+    def continuity(self) -> ContinuityContext | None:
+        """The archive and notes (None: task continuity is off); completes a deferred
+        assembly first, so whoever reads it sees the thread as it is wired for good."""
+        self.complete()
+        return self._continuity
+
+    def complete(self) -> None:
+        """Wire what `assemble(defer_continuity=True)` left out: the archive, capture, the
+        history tools, the notes and the authority contract. Idempotent; done by the
+        front end after its first frame, and in any case before the first request or
+        compaction (whichever comes first)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending()
+
+    @classmethod
+    def open(
+        cls,
+        config: Config,
+        home: Path,
+        *,
+        thread_id: str | None = None,
+        model: ModelClient | None = None,
+        backend: Backend | None = None,
+        front_end: FrontEnd | None = None,
+    ) -> Runtime:
+        """Open (or resume) a thread; must run inside the event loop."""
+        return cls.assemble(
+            config,
+            home,
+            open_thread(config, home, thread_id),
+            model=model,
+            backend=backend,
+            front_end=front_end,
+        )
+
+    @classmethod
+    def assemble(
+        cls,
+        config: Config,
+        home: Path,
+        thread: Thread,
+        *,
+        model: ModelClient | None = None,
+        tools: bool | None = None,
+        backend: Backend | None = None,
+        front_end: FrontEnd | None = None,
+        defer_continuity: bool = False,
+        surface: Surface | None = None,
+    ) -> Runtime:
+        """Build the runtime around an opened thread (cheap: no file I/O).
+
+        Every part gets what it needs through its constructor. With task
+        continuity on, every compaction is captured into the archive; with
+        tools on, the model also gets the three history tools and its notes.
+        With tools off (a model without native tool calls) capture and the
+        inspector still work; only the three tools are not offered.
+
+        With `defer_continuity` the continuity package (its import is a good
+        part of a launch) is wired by `complete()`: a front end's first frame
+        needs none of it. Until then the turn hooks and the capture complete
+        it themselves, so no request or compaction can run without it.
+
+        `surface`, if given, is `Surface.from_events(thread.log.events)` built
+        off the loop by whoever opened the thread, with nothing appended since.
+        """
+        if model is not None:
+            client = model
+        else:
+            backend = backend or choose_backend(config, os.environ)
+            client = backend.make_client()
+        if tools is None and backend is not None:
+            tools = backend.tools_enabled
+        offer_tools = tools if tools is not None else config.model.tools != "off"
+        window = backend.context_window if backend is not None else config.model.context_window
+        # A tiny local model answers far better under the default system prompt
+        # its own chat template supplies when the request carries none.
+        local = backend is not None and backend.kind == "local"
+        system_prompt = "" if local else SYSTEM_PROMPT
+        if surface is None:
+            surface = Surface.from_events(thread.log.events)
+        deferred: Callable[[], None] | None = None
+        compaction = CompactService(client, config.compaction, context_window=window)
+        port = Port()
+        relay = DriverRelay(port, lambda: engine_state(driver, thread.log))
+        client.on_retry = relay.on_retry
+        client.on_status = relay.on_model_status
+        driver = Driver(
+            thread.log,
+            client,
+            system_prompt=system_prompt,
+            hooks=compaction,
+            max_tool_rounds=config.model.max_tool_rounds,
+            surface=surface,
+            observers=[relay],
+        )
+        continuity: ContinuityContext | None = None
+        if config.task_continuity.enabled:
+
+            def wire() -> None:
+                context = _continuity(config, thread, surface)
+                _wire_continuity(context, compaction, driver, offer_tools=offer_tools)
+                runtime._continuity = context
+
+            if defer_continuity:
+                deferred = wire
+                compaction.capture = _completing_capture(lambda: runtime, compaction)
+                driver.hooks = _CompleteFirst(compaction, lambda: runtime.complete())
+        thread.log.subscribe(relay.on_event)
+        reports = (thread.log.damage_report, thread.log.torn_report)
+        notices = [report for report in reports if report]
+        interrupted = interrupted_compaction_notice(
+            thread.log, continuity=config.task_continuity.enabled
+        )
+        if interrupted is not None:
+            notices.append(interrupted)
+        runtime = cls(
+            config,
+            home,
+            thread,
+            client,
+            driver,
+            CommandRegistry(thread.log),
+            compaction,
+            continuity,
+            port,
+            notices=notices,
+            backend=backend,
+            _pending=deferred,
+        )
+        if config.task_continuity.enabled and not defer_continuity:
+            wire()
+        register_builtins(runtime, front_end)
+        return runtime
+
+    def subscribe(self, listener: Listener, *, on_error: ErrorHook | None = None) -> Unsubscribe:
+        """Follow this thread: log events, reply deltas, state changes and failures.
+
+        A listener that raises is reported (to `on_error`, else the logger) and
+        never reaches the engine. The returned callable stops it (idempotent).
+        """
+        return self.port.subscribe(listener, on_error=on_error)
+
+    def state(self) -> EngineState:
+        """What runs and what waits now (a copy)."""
+        return engine_state(self.driver, self.thread.log)
+
+    async def aclose(self) -> None:
+        """Unwind first (commands such as /compact, then the turn), so every bracket
+        they opened is closed in the log; only then close the model and the log.
+        Queued prompts stay queued (in the log) for the next time."""
+        self.driver.close_admission()
+        await self.commands.aclose()
+        await self.driver.aclose()
+        await self.model.aclose()
+        self._pending = None  # never opened: nothing to close
+        if self._continuity is not None and self._continuity.store is not None:
+            self._continuity.store.close()
+        try:
+            self.thread.log.flush()
+        except OSError as exc:
+            self.notices.append(f"could not fsync {self.thread.log.path}: {exc}")
+        try:
+            # A long thread's next open decodes its events from a snapshot (engine.log.snapshot).
+            await run_drained(self.thread.log.keep_snapshot)
+        finally:
+            self.thread.close()
+
+
+def _wire_continuity(
+    context: ContinuityContext, compaction: CompactService, driver: Driver, *, offer_tools: bool
+) -> None:
+    """Capture on every compaction; with tools on, the three tools, the authority
+    contract and the notebook in every request.
+
+    The three tools join whatever the driver offers already: the wiring may be
+    deferred past the first frame, and tools given to the driver meanwhile (by a
+    script embedding the engine) must not vanish when it completes."""
+    from engine.continuity import AUTHORITY_CONTRACT, build_tools, context_builder
+    from engine.continuity.capture import capture_hook
+
+    compaction.capture = capture_hook(context)
+    driver.hooks = compaction
+    if offer_tools:
+        for tool in build_tools(context):
+            driver.tools.add(tool)
+        driver.system_prompt = "\n\n".join(
+            p for p in (driver.system_prompt, AUTHORITY_CONTRACT) if p
+        )
+        driver.context = context_builder(context)
+
+
+def _completing_capture(
+    runtime: Callable[[], Runtime], compaction: CompactService
+) -> Callable[[int, list[Entry]], Any]:
+    """A capture that completes the deferred assembly, then captures as wired."""
+
+    async def capture(key: int, entries: list[Entry]) -> dict[str, Any]:
+        runtime().complete()
+        wired = compaction.capture
+        if wired is None or wired is capture:
+            raise RuntimeError("task continuity was not wired")
+        return await wired(key, entries)
+
+    return capture
+
+
+class _CompleteFirst:
+    """The turn hooks of a deferred assembly: the first request completes it (the tools,
+    system prompt and context it wires are read after `before_request`)."""
+
+    def __init__(self, hooks: CompactService, complete: Callable[[], None]) -> None:
+        self._hooks = hooks
+        self._complete = complete
+
+    async def before_request(self, driver: TurnAgent, turn: int) -> None:
+        self._complete()
+        await self._hooks.before_request(driver, turn)
+
+    async def on_overflow(self, driver: TurnAgent, turn: int) -> bool:
+        self._complete()
+        return await self._hooks.on_overflow(driver, turn)
