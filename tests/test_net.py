@@ -29,10 +29,20 @@ def stalling() -> Iterator[str]:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
 
 
+class _Retries(list[tuple[int, int]]):
+    """A model client's observer that keeps each retry it hears of."""
+
+    def on_retry(self, attempt: int, attempts: int) -> None:
+        self.append((attempt, attempts))
+
+    def on_model_status(self, text: str) -> None:
+        pass
+
+
 def _client(url: str, **kw: float) -> tuple[ModelClient, list[tuple[int, int]]]:
-    client = opened(ModelClient(base_url=url, api_key="k", model="m", **kw))  # type: ignore[arg-type]
-    seen: list[tuple[int, int]] = []
-    client.on_retry = lambda attempt, attempts: seen.append((attempt, attempts))
+    seen = _Retries()
+    client = ModelClient(base_url=url, api_key="k", model="m", observer=seen, **kw)  # type: ignore[arg-type]
+    opened(client)
     return client, seen
 
 

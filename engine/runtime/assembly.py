@@ -18,7 +18,7 @@ from engine.config import Config
 from engine.driver import Driver, TurnAgent
 from engine.events import CompactArchived, CompactEnd, CompactStart, LogEvent, UserMessage
 from engine.log import SessionLog
-from engine.model import ModelClient
+from engine.model import ClientFactory, ModelClient
 from engine.model.backend import Backend, choose_backend
 from engine.port import EngineState, ErrorHook, Listener, Port, Unsubscribe
 from engine.runtime.builtin import register_builtins
@@ -217,7 +217,7 @@ class Runtime(Struct):
         home: Path,
         *,
         thread_id: str | None = None,
-        model: ModelClient | None = None,
+        model: ModelClient | ClientFactory | None = None,
         backend: Backend | None = None,
         front_end: FrontEnd | None = None,
     ) -> Runtime:
@@ -238,7 +238,7 @@ class Runtime(Struct):
         home: Path,
         thread: Thread,
         *,
-        model: ModelClient | None = None,
+        model: ModelClient | ClientFactory | None = None,
         tools: bool | None = None,
         backend: Backend | None = None,
         front_end: FrontEnd | None = None,
@@ -247,7 +247,9 @@ class Runtime(Struct):
     ) -> Runtime:
         """Build the runtime around an opened thread (cheap: no file I/O).
 
-        Every part gets what it needs through its constructor. With task
+        Every part gets what it needs through its constructor. `model` is a
+        client as built (its observer is its own) or a factory given the
+        runtime's observer; by default the backend makes it. With task
         continuity on, every compaction is captured into the archive; with
         tools on, the model also gets the three history tools and its notes.
         With tools off (a model without native tool calls) capture and the
@@ -261,11 +263,9 @@ class Runtime(Struct):
         `surface`, if given, is `Surface.from_events(thread.log.events)` built
         off the loop by whoever opened the thread, with nothing appended since.
         """
-        if model is not None:
-            client = model
-        else:
+        if model is None:
             backend = backend or choose_backend(config, os.environ)
-            client = backend.make_client()
+            model = backend.make_client
         if tools is None and backend is not None:
             tools = backend.tools_enabled
         offer_tools = tools if tools is not None else config.model.tools != "off"
@@ -277,11 +277,10 @@ class Runtime(Struct):
         if surface is None:
             surface = Surface.from_events(thread.log.events)
         deferred: Callable[[], None] | None = None
-        compaction = CompactService(client, config.compaction, context_window=window)
         port = Port()
         relay = DriverRelay(port, lambda: engine_state(driver, thread.log))
-        client.on_retry = relay.on_retry
-        client.on_status = relay.on_model_status
+        client = model if isinstance(model, ModelClient) else model(relay)
+        compaction = CompactService(client, config.compaction, context_window=window)
         driver = Driver(
             thread.log,
             client,
