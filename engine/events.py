@@ -318,6 +318,12 @@ def kind_of(cls: type[Event]) -> str:
     return str(cls.__struct_config__.tag)
 
 
+def line_start(cls: type[Event]) -> bytes:
+    """How a line of this kind begins as written: the tag is the first field encoded."""
+    config = cls.__struct_config__
+    return msgspec.json.encode({config.tag_field: config.tag})[:-1]
+
+
 def to_dict(event: LogEvent) -> dict[str, Any]:
     """The event as the JSON object of its line (`seq`, `ts`, `kind` and the fields)."""
     if isinstance(event, UnknownEvent):

@@ -67,6 +67,22 @@ def test_append_then_replay_round_trips_seq_ts_kind_and_fields(tmp_path: Path) -
     assert [e.seq for e in read_events(path).events] == [1, 2, 3, 4, 5]
 
 
+def test_a_line_begins_as_its_kind_says(tmp_path: Path) -> None:
+    # Thread listings scan lines by their start (engine.threads.thread.has_history).
+    path = tmp_path / "session.jsonl"
+    log = SessionLog.open(path, clock=lambda: FIXED)
+    written = [
+        log.append(ev.InboxQueued(text="hi", waking=True)),
+        log.append(ev.UserMessage(text="hi", item_id=1)),
+        log.append(ev.PromptDraft(text="unsent")),
+    ]
+    log.close()
+    lines = path.read_bytes().splitlines()
+    starts = [ev.line_start(type(event)) for event in written]
+    assert all(line.startswith(start) for line, start in zip(lines, starts, strict=True))
+    assert ev.line_start(ev.UserMessage) == b'{"kind":"user/message"'
+
+
 def test_open_creates_missing_parent_directories_and_an_empty_log(tmp_path: Path) -> None:
     path = tmp_path / "a" / "b" / "session.jsonl"
     log = SessionLog.open(path)

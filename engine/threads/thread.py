@@ -17,14 +17,15 @@ from engine.events import (
     InboxQueued,
     PromptDraft,
     UserMessage,
+    line_start,
 )
 from engine.log import SessionLog
 from engine.threads.lock import ThreadLock
 from engine.threads.paths import LOG_NAME, ThreadNotFoundError, new_thread_id, thread_dir
 from engine.util.private import private_dir
 
-_PROMPT_KINDS = (b'{"kind":"user/message"', b'{"kind":"inbox/queued"')
-_DRAFT_KIND = b'{"kind":"prompt/draft"'
+_PROMPT_KINDS = (line_start(UserMessage), line_start(InboxQueued))
+_DRAFT_KIND = line_start(PromptDraft)
 
 
 def has_history(path: Path) -> bool:
