@@ -520,3 +520,32 @@ def test_usage_lines_keep_every_key_and_read_back_as_a_compact_struct(tmp_path: 
         k: v for k, v in sent.items() if k != "vendor_extra"
     }
     again.close()
+
+
+def test_compaction_spans_read_back_typed_and_lines_stay_as_they_were(tmp_path: Path) -> None:
+    # compact/start's `range` and compact/summary's `span` are SeqSpan Structs in memory;
+    # older lines (no `count`) load, and a line written now reads as it always did.
+    # An `archive` of any shape loads too: continuity.status judges it.
+    stamp = b'"ts":"2025-01-01T00:00:00.000Z"'
+    old_lines = (
+        b'{"kind":"compact/start","seq":1,' + stamp + b',"turn":null,'
+        b'"range":{"first":4,"last":9},"seqs":[4,9],"tokens":9}\n'
+        b'{"kind":"compact/summary","seq":2,' + stamp + b',"start":1,"summary":"s",'
+        b'"span":{"first":4,"last":9,"count":2}}\n'
+        b'{"kind":"compact/end","seq":3,' + stamp + b',"start":1,"archive":"not a reference"}\n'
+    )
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(old_lines)
+    log = SessionLog.open(path, clock=lambda: FIXED)
+    start, summary, end = log.events
+    assert isinstance(start, ev.CompactStart) and start.range == ev.SeqSpan(4, 9)
+    assert isinstance(summary, ev.CompactSummary) and summary.span == ev.SeqSpan(4, 9, 2)
+    assert isinstance(end, ev.CompactEnd) and end.archive == "not a reference"
+    log.append(ev.CompactStart(turn=None, range=ev.SeqSpan(11, 14, 3), tokens=5))
+    log.append(ev.CompactStart(turn=None))
+    log.close()
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert b"".join(lines[:3]) == old_lines
+    assert b',"turn":null,"range":{"first":11,"last":14,"count":3},"tokens":5}' in lines[3]
+    assert lines[4].endswith(b',"turn":null}\n')
+    assert ev.to_dict(start)["range"] == {"first": 4, "last": 9}

@@ -158,7 +158,7 @@ def test_resume_says_when_a_quit_interrupted_a_compaction(
 
     thread = Thread.create(tmp_path, "local", "t-quit")
     thread.log.append(ev.UserMessage(text="hello"))
-    start = thread.log.append(ev.CompactStart(turn=None, range={}, seqs=[], tokens=0))
+    start = thread.log.append(ev.CompactStart(turn=None, seqs=[], tokens=0))
     if how == "closed by the quit":
         thread.log.append(
             ev.CompactEnd(start=start.seq, error="summary", cancelled="session closing")
