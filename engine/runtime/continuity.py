@@ -40,7 +40,7 @@ class ThreadContinuity:
         self._config = config
         self._thread = thread
         self._surface = surface
-        self._tools = tools
+        self._offer_tools = tools
         self._built: _Built | None = None
         self._closed = False
 
@@ -84,7 +84,7 @@ class ThreadContinuity:
         context = ContinuityContext.for_log(
             thread.log, self._surface, store, user_id=thread.user_id, thread_id=thread.id
         )
-        if not self._tools:
+        if not self._offer_tools:
             return _Built(context, capture_hook(context))
         return _Built(
             context,
