@@ -132,7 +132,7 @@ def build_thread(
             ev.CompactSummary(
                 start=start,
                 summary="A summary of the work so far.",
-                span={"first": replaced[0], "last": replaced[-1]},
+                span=ev.SeqSpan(replaced[0], replaced[-1]),
                 replaced=replaced,
             )
         ).seq

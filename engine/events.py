@@ -27,8 +27,7 @@ from typing import Any, cast
 import msgspec
 
 Archive = Any
-"""An `archive` reference as written (a mapping), kept as is: `continuity.status`
-validates it, and malformed metadata is a status ("unavailable"), not a corrupt log."""
+"""Loose on purpose: continuity.status makes a malformed one "unavailable", not a load error."""
 
 
 class Event(msgspec.Struct, tag_field="kind", omit_defaults=True, frozen=True, gc=False):
@@ -94,6 +93,15 @@ class Checkpoint(msgspec.Struct, omit_defaults=True, frozen=True, gc=False):
     last: int | None = None
     count: int | None = None
     forked_from: int | None = None
+
+
+class SeqSpan(msgspec.Struct, omit_defaults=True, frozen=True, gc=False):
+    """The messages a compaction summarizes, by log seq: the first, the last, and how many
+    (compact/start's `range`, compact/summary's `span`; older lines have no `count`)."""
+
+    first: int | None = None
+    last: int | None = None
+    count: int | None = None
 
 
 # -- the conversation ------------------------------------------------------------------
@@ -181,7 +189,7 @@ class CompactStart(Event, tag="compact/start", kw_only=True, frozen=True):
     """The lock: `turn` is the owning turn, or null for a manual compaction."""
 
     turn: int | None
-    range: dict[str, int] = {}
+    range: SeqSpan = SeqSpan()
     seqs: list[int] = []
     tokens: int = 0
     stability: str | None = None
@@ -194,7 +202,7 @@ class CompactSummary(Event, tag="compact/summary", kw_only=True, frozen=True):
     raw: str | None = None
     usage: Usage | None = None
     model: str | None = None
-    span: dict[str, int] | None = None
+    span: SeqSpan | None = None
     replaced: list[int] | None = None
     tokens: int | None = None
 
@@ -316,6 +324,12 @@ KINDS: dict[str, type[Event]] = {str(cls.__struct_config__.tag): cls for cls in 
 def kind_of(cls: type[Event]) -> str:
     """The kind an event class is written as (its tag)."""
     return str(cls.__struct_config__.tag)
+
+
+def line_start(cls: type[Event]) -> bytes:
+    """How a line of this kind begins as written: the tag is the first field encoded."""
+    config = cls.__struct_config__
+    return msgspec.json.encode({config.tag_field: config.tag})[:-1]
 
 
 def to_dict(event: LogEvent) -> dict[str, Any]:

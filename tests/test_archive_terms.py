@@ -57,7 +57,7 @@ class Compacting:
             ev.CompactSummary(
                 start=start,
                 summary="Earlier work.",
-                span={"first": seqs[0], "last": seqs[-1]},
+                span=ev.SeqSpan(seqs[0], seqs[-1]),
                 replaced=seqs,
             )
         ).seq

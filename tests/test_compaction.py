@@ -200,7 +200,7 @@ async def test_seed_scenario_queued_prompt_and_injection(tmp_path, server):
 async def test_live_orphan_blocks_every_entry_point(tmp_path, server):
     rt = open_runtime(tmp_path, server, auto=True, threshold=0.0001)
     await chat(rt, "one")  # pressure compaction runs inside this turn
-    rt.thread.log.append(ev.CompactStart(turn=None, range={}, seqs=[], tokens=0))  # a crash
+    rt.thread.log.append(ev.CompactStart(turn=None, seqs=[], tokens=0))  # a crash
     with pytest.raises(CompactionError) as manual:
         await rt.compaction.compact_now(rt.driver)
     assert manual.value.kind == "busy"
@@ -218,7 +218,7 @@ async def test_live_orphan_blocks_every_entry_point(tmp_path, server):
 async def test_stale_orphan_is_ignored_after_an_end_seed(tmp_path, server):
     rt = open_runtime(tmp_path, server, faulty=False)
     await chat(rt, "one", "two")
-    rt.thread.log.append(ev.CompactStart(turn=None, range={}, seqs=[], tokens=0))
+    rt.thread.log.append(ev.CompactStart(turn=None, seqs=[], tokens=0))
     thread_id = rt.thread.id
     await rt.aclose()
     thread = Thread.resume(tmp_path, "local", thread_id)
@@ -234,10 +234,10 @@ async def test_stale_orphan_is_ignored_after_an_end_seed(tmp_path, server):
 
 async def test_end_seed_replay_clears_an_open_trace(tmp_path):
     log = SessionLog.open(tmp_path / "session.jsonl")
-    log.append(ev.CompactStart(turn=None, range={}, seqs=[], tokens=0))
+    log.append(ev.CompactStart(turn=None, seqs=[], tokens=0))
     assert log.tail.open_compact is not None
     log.append(ev.EndSeed(previous=1))
-    log.append(ev.CompactStart(turn=None, range={}, seqs=[], tokens=0))
+    log.append(ev.CompactStart(turn=None, seqs=[], tokens=0))
     log.close()
     replayed = SessionLog.open(tmp_path / "session.jsonl")
     assert replayed.tail.open_compact.seq == 3  # live: after the newest end-seed

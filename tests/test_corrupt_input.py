@@ -135,7 +135,7 @@ def test_every_shape_the_engine_writes_is_accepted(tmp_path: Path) -> None:
     log.append(ev.ToolResult(call_id="c1", name="history_search", content="r"))
     log.append(ev.AssistantMessage(content="partial", tool_calls=[], cancelled=True))
     log.append(ev.TurnEnd(turn=1, status="error", error="boom"))
-    log.append(ev.CompactStart(turn=None, range={"first": 4, "last": 9}, seqs=[4, 9], tokens=9))
+    log.append(ev.CompactStart(turn=None, range=ev.SeqSpan(4, 9), seqs=[4, 9], tokens=9))
     log.append(ev.CompactSummary(start=12, summary="s", raw="s", usage={}, replaced=[4, 9]))
     checkpoint = ev.Checkpoint(summary=13, start=12, first=4, last=9, count=2)
     log.append(ev.UserMessage(text="[checkpoint]", checkpoint=checkpoint))

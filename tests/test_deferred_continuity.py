@@ -25,18 +25,18 @@ def _config(server):
     )
 
 
-def _deferred(server, home: Path) -> Runtime:
+def _deferred(server, home: Path, *, closed_by_the_test: bool = False) -> Runtime:
     config = _config(server)
     thread = open_thread(config, home, None)
     runtime = Runtime.assemble(
         config, home, thread, model=client_for(server), defer_continuity=True
     )
-    return opened(runtime)
+    return runtime if closed_by_the_test else opened(runtime)
 
 
 async def test_the_first_request_wires_the_tools_and_contract(tmp_path: Path, server) -> None:
     runtime = _deferred(server, tmp_path)
-    assert runtime._continuity is None and not runtime.driver.tools  # nothing wired yet
+    assert runtime._continuity is not None and not runtime._continuity.built  # not yet
     server.script(s.text("hello"))
     runtime.driver.send("hi")
     await asyncio.wait_for(runtime.driver.when_idle(), 10)
@@ -47,7 +47,7 @@ async def test_the_first_request_wires_the_tools_and_contract(tmp_path: Path, se
         "task_note",
     }
     assert AUTHORITY_CONTRACT in request["messages"][0]["content"]
-    assert runtime._continuity is not None
+    assert runtime._continuity.built
 
 
 async def test_a_compaction_before_any_request_is_captured(tmp_path: Path, server) -> None:
@@ -65,7 +65,18 @@ async def test_a_compaction_before_any_request_is_captured(tmp_path: Path, serve
 async def test_reading_continuity_wires_it(tmp_path: Path, server) -> None:
     runtime = _deferred(server, tmp_path)
     assert runtime.continuity is not None
-    assert runtime.driver.tools and runtime.driver.context is not None
+    assert runtime._continuity is not None and runtime._continuity.built
+    assert runtime.driver.offered_tools().names() == ["history_search", "history_read", "task_note"]
+
+
+async def test_a_runtime_closed_before_it_wired_continuity_never_wires_it(
+    tmp_path: Path, server
+) -> None:
+    # The app completes it on a timer after its first frame; the thread may be gone by then.
+    runtime = _deferred(server, tmp_path, closed_by_the_test=True)
+    await runtime.aclose()
+    runtime.complete()
+    assert runtime.continuity is None and runtime.driver.offered_tools().names() == []
 
 
 async def test_tools_given_before_the_wiring_completes_are_kept(tmp_path: Path, server) -> None:
@@ -111,3 +122,28 @@ def test_resuming_a_thread_never_compacted_imports_no_continuity(tmp_path: Path)
         [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_a_deferred_assembly_imports_no_continuity_until_it_completes(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import asyncio, sys; from pathlib import Path; from engine.config import parse_config;"
+        "from engine.model import ModelClient; from engine.runtime import Runtime, open_thread\n"
+        "def loaded(): return any(m.startswith('engine.continuity') for m in sys.modules)\n"
+        "async def main():\n"
+        "    config = parse_config({}, source='test', env={})\n"
+        f"    home = Path({str(tmp_path)!r})\n"
+        "    client = ModelClient(base_url='http://127.0.0.1:9/v1', api_key='k', model='m')\n"
+        "    runtime = Runtime.assemble(config, home, open_thread(config, home, None),"
+        " model=client, defer_continuity=True)\n"
+        "    before = loaded(); runtime.complete(); after = loaded()\n"
+        "    await runtime.aclose(); print(before, after)\n"
+        "asyncio.run(main())"
+    )
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["False", "True"], out.stdout + out.stderr

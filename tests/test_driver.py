@@ -362,3 +362,37 @@ async def test_cancel_while_the_claim_is_scheduled_stops_the_turn_before_it_star
     await _settled(d)
     assert [(i.id, i.waking) for i in d.inbox] == [(item, False)]
     assert len(server.requests) == 0
+
+
+async def test_an_extension_is_asked_anew_for_every_request(tmp_path, server):
+    # What a layer above adds (engine.driver.Extension) may be built after the driver:
+    # each request offers its tools and instructions as they are then, and its calls run.
+    class Late:
+        def __init__(self) -> None:
+            self.ready = False
+
+        def tools(self):
+            return [echo_tool()] if self.ready else []
+
+        def instructions(self) -> str:
+            return "use echo" if self.ready else ""
+
+        async def amend(self, messages):
+            return [*messages, {"role": "user", "content": "amended"}] if self.ready else messages
+
+    late = Late()
+    server.script(s.text("first"), s.tool_calls([("echo", {"text": "x"})]), s.text("done"))
+    d = make_driver(tmp_path, server, system_prompt="sys", extension=late)
+    d.send("one")
+    await _settled(d)
+    late.ready = True
+    d.send("two")
+    await _settled(d)
+    first, second = server.requests[0], server.requests[1]
+    assert "tools" not in first and first["messages"][0]["content"] == "sys"
+    assert [t["function"]["name"] for t in second["tools"]] == ["echo"]
+    assert second["messages"][0]["content"] == "sys\n\nuse echo"
+    assert second["messages"][-1] == {"role": "user", "content": "amended"}
+    (result,) = of_kind(d.log.events, ev.ToolResult)
+    assert json.loads(result.content) == {"echo": "x"}
+    await d.aclose()

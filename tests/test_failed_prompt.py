@@ -166,7 +166,8 @@ async def test_compaction_and_history_search_see_a_prompt_sent_again_once(
         await _turn(rt.driver, text)
 
     async def user_hits() -> list[dict[str, Any]]:
-        raw = await rt.driver.tools.call("history_search", json.dumps({"query": "deploy code"}))
+        tools = rt.driver.offered_tools()
+        raw = await tools.call("history_search", json.dumps({"query": "deploy code"}))
         return [hit for hit in json.loads(raw)["results"] if hit["role"] == "user"]
 
     assert [hit["origin"] for hit in await user_hits()] == ["active"]

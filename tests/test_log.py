@@ -67,6 +67,22 @@ def test_append_then_replay_round_trips_seq_ts_kind_and_fields(tmp_path: Path) -
     assert [e.seq for e in read_events(path).events] == [1, 2, 3, 4, 5]
 
 
+def test_a_line_begins_as_its_kind_says(tmp_path: Path) -> None:
+    # Thread listings scan lines by their start (engine.threads.thread.has_history).
+    path = tmp_path / "session.jsonl"
+    log = SessionLog.open(path, clock=lambda: FIXED)
+    written = [
+        log.append(ev.InboxQueued(text="hi", waking=True)),
+        log.append(ev.UserMessage(text="hi", item_id=1)),
+        log.append(ev.PromptDraft(text="unsent")),
+    ]
+    log.close()
+    lines = path.read_bytes().splitlines()
+    starts = [ev.line_start(type(event)) for event in written]
+    assert all(line.startswith(start) for line, start in zip(lines, starts, strict=True))
+    assert ev.line_start(ev.UserMessage) == b'{"kind":"user/message"'
+
+
 def test_open_creates_missing_parent_directories_and_an_empty_log(tmp_path: Path) -> None:
     path = tmp_path / "a" / "b" / "session.jsonl"
     log = SessionLog.open(path)
@@ -504,3 +520,32 @@ def test_usage_lines_keep_every_key_and_read_back_as_a_compact_struct(tmp_path: 
         k: v for k, v in sent.items() if k != "vendor_extra"
     }
     again.close()
+
+
+def test_compaction_spans_read_back_typed_and_lines_stay_as_they_were(tmp_path: Path) -> None:
+    # compact/start's `range` and compact/summary's `span` are SeqSpan Structs in memory;
+    # older lines (no `count`) load, and a line written now reads as it always did.
+    # An `archive` of any shape loads too: continuity.status judges it.
+    stamp = b'"ts":"2025-01-01T00:00:00.000Z"'
+    old_lines = (
+        b'{"kind":"compact/start","seq":1,' + stamp + b',"turn":null,'
+        b'"range":{"first":4,"last":9},"seqs":[4,9],"tokens":9}\n'
+        b'{"kind":"compact/summary","seq":2,' + stamp + b',"start":1,"summary":"s",'
+        b'"span":{"first":4,"last":9,"count":2}}\n'
+        b'{"kind":"compact/end","seq":3,' + stamp + b',"start":1,"archive":"not a reference"}\n'
+    )
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(old_lines)
+    log = SessionLog.open(path, clock=lambda: FIXED)
+    start, summary, end = log.events
+    assert isinstance(start, ev.CompactStart) and start.range == ev.SeqSpan(4, 9)
+    assert isinstance(summary, ev.CompactSummary) and summary.span == ev.SeqSpan(4, 9, 2)
+    assert isinstance(end, ev.CompactEnd) and end.archive == "not a reference"
+    log.append(ev.CompactStart(turn=None, range=ev.SeqSpan(11, 14, 3), tokens=5))
+    log.append(ev.CompactStart(turn=None))
+    log.close()
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert b"".join(lines[:3]) == old_lines
+    assert b',"turn":null,"range":{"first":11,"last":14,"count":3},"tokens":5}' in lines[3]
+    assert lines[4].endswith(b',"turn":null}\n')
+    assert ev.to_dict(start)["range"] == {"first": 4, "last": 9}

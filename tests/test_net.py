@@ -29,10 +29,20 @@ def stalling() -> Iterator[str]:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
 
 
+class _Retries(list[tuple[int, int]]):
+    """A model client's observer that keeps each retry it hears of."""
+
+    def on_retry(self, attempt: int, attempts: int) -> None:
+        self.append((attempt, attempts))
+
+    def on_model_status(self, text: str) -> None:
+        pass
+
+
 def _client(url: str, **kw: float) -> tuple[ModelClient, list[tuple[int, int]]]:
-    client = opened(ModelClient(base_url=url, api_key="k", model="m", **kw))  # type: ignore[arg-type]
-    seen: list[tuple[int, int]] = []
-    client.on_retry = lambda attempt, attempts: seen.append((attempt, attempts))
+    seen = _Retries()
+    client = ModelClient(base_url=url, api_key="k", model="m", observer=seen, **kw)  # type: ignore[arg-type]
+    opened(client)
     return client, seen
 
 
@@ -148,7 +158,7 @@ def test_resume_says_when_a_quit_interrupted_a_compaction(
 
     thread = Thread.create(tmp_path, "local", "t-quit")
     thread.log.append(ev.UserMessage(text="hello"))
-    start = thread.log.append(ev.CompactStart(turn=None, range={}, seqs=[], tokens=0))
+    start = thread.log.append(ev.CompactStart(turn=None, seqs=[], tokens=0))
     if how == "closed by the quit":
         thread.log.append(
             ev.CompactEnd(start=start.seq, error="summary", cancelled="session closing")

@@ -60,7 +60,7 @@ def _cut_log(home: Path, *, upto: str, end: dict[str, Any] | None = None) -> Non
     for word in ("one", "two"):
         seqs.append(log.append(ev.UserMessage(text=f"question {word}")).seq)
         seqs.append(log.append(ev.AssistantMessage(content=f"answer {word}")).seq)
-    span = {"first": seqs[0], "last": seqs[-1], "count": len(seqs)}
+    span = ev.SeqSpan(seqs[0], seqs[-1], len(seqs))
     start = log.append(ev.CompactStart(turn=None, range=span, tokens=40, stability="span"))
     if upto in ("summary", "checkpoint"):
         summary = log.append(

@@ -48,7 +48,7 @@ def compacted_thread(
         ev.CompactSummary(
             start=start,
             summary="Earlier work.",
-            span={"first": first.seq, "last": reply.seq},
+            span=ev.SeqSpan(first.seq, reply.seq),
             replaced=[first.seq, reply.seq],
         )
     ).seq

@@ -25,7 +25,7 @@ from textual.timer import Timer
 from textual.worker import Worker
 
 from engine.config import Config
-from engine.model import ModelClient
+from engine.model import ClientFactory, ModelClient
 from engine.model.backend import Backend
 from engine.runtime import Runtime
 from engine.runtime.commands import Command
@@ -112,7 +112,7 @@ class TroveApp(App[int]):
         home: Path,
         *,
         thread_id: str | None = None,
-        model: ModelClient | None = None,
+        model: ModelClient | ClientFactory | None = None,
         model_label: str | None = None,
         configured: bool = True,
         clock: Callable[[], float] = time.monotonic,

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from engine.config import Config
 from engine.log import LogCorruptError
-from engine.model import ModelClient
+from engine.model import ClientFactory, ModelClient
 from engine.model.backend import Backend
 from engine.runtime import Runtime, open_thread
 from engine.runtime.commands import FrontEnd
@@ -42,7 +42,7 @@ class ThreadController:
         front_end: FrontEnd,
         attach: Callable[[Runtime, Kept | None], None],
         detach: Callable[[Runtime], None],
-        model: ModelClient | None = None,
+        model: ModelClient | ClientFactory | None = None,
         backend: Backend | None = None,
     ) -> None:
         self.config = config

@@ -30,6 +30,7 @@ from engine.events import (
     CompactEnd,
     CompactStart,
     CompactSummary,
+    SeqSpan,
     UserMessage,
     usage_as_sent,
 )
@@ -79,7 +80,7 @@ async def run_region(
         start = log.append(
             CompactStart(
                 turn=region.owner,
-                range={"first": span.first, "last": span.last, "count": span.count},
+                range=SeqSpan(span.first, span.last, span.count),
                 tokens=span.tokens,
                 stability=region.stability,
                 open_turn=region.open_turn,
@@ -221,7 +222,7 @@ def _commit(
                 raw=completion.content,
                 usage=usage_as_sent(completion.usage),
                 model=completion.model,
-                span={"first": span.first, "last": span.last, "count": span.count},
+                span=SeqSpan(span.first, span.last, span.count),
                 replaced=replaced,
                 tokens=span.tokens,
             )

@@ -11,14 +11,21 @@ boundary, and it never creates a second queue.
 Rooms: `inbox_item` (the item and its id), `inbox` (send, inject, edit,
 remove, restore after a crash), `admission` (the claim, the reservation,
 idleness), `turn_loop` (one turn and its tool rounds), `ports` (model,
-hooks, observers), `state` (what they share), `driver` (the assembled
+hooks, extension, observers), `state` (what they share), `driver` (the assembled
 Driver). Import from `engine.driver`; the rooms are its implementation.
 """
 
 from engine.driver.driver import Driver
 from engine.driver.inbox import DriverClosedError
 from engine.driver.inbox_item import InboxItem, InboxItemId, Placement
-from engine.driver.ports import ContextBuilder, ModelPort, Observer, TurnAgent, TurnHooks
+from engine.driver.ports import (
+    ContextBuilder,
+    Extension,
+    ModelPort,
+    Observer,
+    TurnAgent,
+    TurnHooks,
+)
 from engine.driver.turn_loop import DEFAULT_MAX_TOOL_ROUNDS
 
 __all__ = [
@@ -26,6 +33,7 @@ __all__ = [
     "ContextBuilder",
     "Driver",
     "DriverClosedError",
+    "Extension",
     "InboxItem",
     "InboxItemId",
     "ModelPort",

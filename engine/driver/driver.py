@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from engine.driver.admission import Admission
 from engine.driver.inbox import Inbox
-from engine.driver.ports import ContextBuilder, ModelPort, Observer, TurnHooks
+from engine.driver.ports import ContextBuilder, Extension, ModelPort, Observer, TurnHooks
 from engine.driver.turn_loop import DEFAULT_MAX_TOOL_ROUNDS, TurnLoop
 from engine.log import SessionLog
 from engine.model.tools import ToolBox
@@ -31,18 +31,21 @@ class Driver(Inbox, Admission, TurnLoop):
         system_prompt: str = "",
         hooks: TurnHooks | None = None,
         context: ContextBuilder | None = None,
+        extension: Extension | None = None,
         max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
         surface: Surface | None = None,
         observers: Sequence[Observer] = (),
     ) -> None:
         """`surface` is the log's surface when something built before the driver (the
-        continuity context) must share it; it is built from the log otherwise."""
+        continuity context) must share it; it is built from the log otherwise.
+        `extension` adds its tools, instructions and context pass to every request."""
         self.log = log
         self.model = model
         self.tools = tools or ToolBox()
         self.system_prompt = system_prompt
         self.hooks = hooks
         self.context = context
+        self.extension = extension
         self.max_tool_rounds = max_tool_rounds
         self.surface = surface if surface is not None else Surface.from_events(log.events)
         log.projections.insert(0, self.surface.apply)

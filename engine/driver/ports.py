@@ -1,11 +1,12 @@
-"""What the driver plugs into: the model, the compaction hooks, front ends."""
+"""What the driver plugs into: the model, the compaction hooks, an extension, front ends."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 from engine.log import SessionLog
+from engine.model.tools import Tool
 from engine.surface import Message, Surface
 
 
@@ -38,6 +39,18 @@ class TurnHooks(Protocol):
     async def before_request(self, driver: TurnAgent, turn: int) -> None: ...
 
     async def on_overflow(self, driver: TurnAgent, turn: int) -> bool: ...
+
+
+class Extension(Protocol):
+    """What a layer above adds to every request: tools, a paragraph of system prompt and a
+    pass over the messages. Asked anew for each request, so it may be built after the
+    driver (a launch's task continuity is built on the first request)."""
+
+    def tools(self) -> Sequence[Tool]: ...
+
+    def instructions(self) -> str: ...
+
+    async def amend(self, messages: list[Message]) -> list[Message]: ...
 
 
 class Observer(Protocol):

@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from engine.driver.inbox_item import InboxItem
-from engine.driver.ports import ContextBuilder, ModelPort, Observer, TurnHooks
+from engine.driver.ports import ContextBuilder, Extension, ModelPort, Observer, TurnHooks
 from engine.log import SessionLog
 from engine.model.tools import ToolBox
 from engine.surface import Surface
@@ -27,6 +27,7 @@ class DriverState:
     system_prompt: str
     hooks: TurnHooks | None
     context: ContextBuilder | None
+    extension: Extension | None
     max_tool_rounds: int
     surface: Surface
     observers: list[Observer]

@@ -24,7 +24,7 @@ from engine.events import (
 )
 from engine.log import LogWriteError
 from engine.model import ContextOverflowError, ModelError
-from engine.model.tools import error_result
+from engine.model.tools import ToolBox, error_result
 from engine.surface import Message
 
 DEFAULT_MAX_TOOL_ROUNDS = 16
@@ -47,13 +47,25 @@ class TurnLoop(DriverState):
         self._turn_task.cancel("cancelled by the user")
         return True
 
+    def offered_tools(self) -> ToolBox:
+        """The tools a request offers: the driver's own, then its extension's."""
+        if self.extension is None:
+            return self.tools
+        return self.tools.joined(self.extension.tools())
+
     async def request_messages(self) -> list[Message]:
         messages: list[Message] = []
-        if self.system_prompt:
-            messages.append({"role": "system", "content": self.system_prompt})
+        parts = [self.system_prompt]
+        if self.extension is not None:
+            parts.append(self.extension.instructions())
+        system = "\n\n".join(part for part in parts if part)
+        if system:
+            messages.append({"role": "system", "content": system})
         messages.extend(self.surface.messages())
         if self.context is not None:
             messages = await self.context(messages)
+        if self.extension is not None:
+            messages = await self.extension.amend(messages)
         return messages
 
     def _deliver_steering(self, prompts: list[int]) -> None:
@@ -75,7 +87,7 @@ class TurnLoop(DriverState):
             self._partial.append(text)
             self._tell("on_delta", turn, text)
 
-        tools = self.tools.schemas() or None
+        tools = self.offered_tools().schemas() or None
 
         async def attempt() -> Any:
             self._partial = []
@@ -148,7 +160,7 @@ class TurnLoop(DriverState):
                 pending_calls = list(calls)
                 while pending_calls:
                     call = pending_calls[0]
-                    content = await self.tools.call(call.name, call.arguments)
+                    content = await self.offered_tools().call(call.name, call.arguments)
                     self.log.append(ToolResult(call_id=call.id, name=call.name, content=content))
                     pending_calls.pop(0)
                 if not calls and (not self._steering or self._steering[0].held):

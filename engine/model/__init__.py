@@ -10,15 +10,17 @@ The rooms: ``_client`` (the client and the lazy ``openai`` import),
 ``_stream`` (folding chunks into a completion), ``_errors`` (what a failure says).
 """
 
-from engine.model._client import ModelClient, import_openai
+from engine.model._client import ClientFactory, ModelClient, ModelObserver, import_openai
 from engine.model._errors import ContextOverflowError, ModelError
 from engine.model._stream import Completion, ToolCall
 
 __all__ = [
+    "ClientFactory",
     "Completion",
     "ContextOverflowError",
     "ModelClient",
     "ModelError",
+    "ModelObserver",
     "ToolCall",
     "import_openai",
 ]

@@ -13,7 +13,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import orjson
 
@@ -56,6 +56,17 @@ WAITED = 0.0003
 """A read taking this long waited for the network (a buffered read takes microseconds)."""
 
 
+class ModelObserver(Protocol):
+    """Who hears what a request waits on (engine.runtime.relay's DriverRelay is one)."""
+
+    def on_retry(self, attempt: int, attempts: int) -> None:
+        """A retry (attempt of attempts) starts, so a front end can say so."""
+
+    def on_model_status(self, text: str) -> None:
+        """What the client waits on before a request ("starting the offline model…"),
+        then "" once it is over."""
+
+
 class ModelClient:
     """A thin, lazily built wrapper over ``openai.AsyncOpenAI`` for chat completions.
 
@@ -74,6 +85,7 @@ class ModelClient:
         max_tokens: int | None = None,
         connect_timeout: float = 3.0,
         extra_body: dict[str, Any] | None = None,
+        observer: ModelObserver | None = None,
     ) -> None:
         self.base_url = base_url or None
         self.api_key = api_key or None
@@ -84,11 +96,7 @@ class ModelClient:
         self.max_tokens = max_tokens
         self.extra_body = extra_body
         """Fields the endpoint accepts beyond the OpenAI schema (llama.cpp's penalties)."""
-        self.on_retry: Callable[[int, int], None] | None = None
-        """Told (attempt, attempts) as each retry starts, so a front end can say so."""
-        self.on_status: Callable[[str], None] | None = None
-        """Told what the client waits on before a request ("starting the offline model…"),
-        then "" once it is over."""
+        self.observer = observer
         self._client: openai.AsyncOpenAI | None = None
         self._openai: Any = None
 
@@ -138,8 +146,8 @@ class ModelClient:
             retries = int(request.headers.get("x-stainless-retry-count") or 0)
         except ValueError:
             return
-        if retries > 0 and self.on_retry is not None:
-            self.on_retry(retries + 1, self.max_retries + 1)
+        if retries > 0 and self.observer is not None:
+            self.observer.on_retry(retries + 1, self.max_retries + 1)
 
     async def complete(
         self,
@@ -271,6 +279,10 @@ class ModelClient:
         client, self._client = self._client, None
         if client is not None:
             await client.close()
+
+
+ClientFactory = Callable[[ModelObserver], ModelClient]
+"""Makes a runtime's client, given who hears its retries and status (`Backend.make_client`)."""
 
 
 async def _drain(reads: Any) -> None:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from engine.config import Config, ConfigError, LocalConfig
-from engine.model import Completion, ModelClient, ModelError
+from engine.model import Completion, ModelClient, ModelError, ModelObserver
 
 if TYPE_CHECKING:  # engine.model.local.runner is imported only for a local model: not on a launch
     from engine.model.local.runner import LocalSettings
@@ -112,8 +112,9 @@ class Backend:
         """True when no request leaves this machine."""
         return self.kind == "local"
 
-    def make_client(self) -> ModelClient:
-        """A new client for this backend; the local one starts its server on first use."""
+    def make_client(self, observer: ModelObserver | None = None) -> ModelClient:
+        """A new client for this backend, telling `observer` its retries and status; the
+        local one starts its server on first use."""
         m = self.config.model
         if self.kind == "local":
             assert self.local is not None
@@ -126,6 +127,7 @@ class Backend:
                 max_retries=m.max_retries,
                 timeout=m.timeout,
                 connect_timeout=m.connect_timeout,
+                observer=observer,
             )
         if self.kind == "openai":
             return ModelClient(
@@ -136,6 +138,7 @@ class Backend:
                 timeout=m.timeout,
                 connect_timeout=m.connect_timeout,
                 max_tokens=self.max_tokens,
+                observer=observer,
             )
         return UnconfiguredClient(self.message)
 

@@ -8,7 +8,7 @@ can read, never an exception in the driver.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from msgspec import Struct
@@ -47,6 +47,10 @@ class ToolBox:
 
     def add(self, tool: Tool) -> None:
         self._tools[tool.name] = tool
+
+    def joined(self, more: Iterable[Tool]) -> ToolBox:
+        """A new box: these tools, then `more` (one named like a tool here replaces it)."""
+        return ToolBox([*self._tools.values(), *more])
 
     def __bool__(self) -> bool:
         return bool(self._tools)

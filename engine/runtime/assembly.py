@@ -7,7 +7,7 @@ builds the same Runtime, so they cannot drift apart in behaviour.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,14 +15,15 @@ from msgspec import UNSET, Struct, field
 
 from engine.compaction import CompactService
 from engine.config import Config
-from engine.driver import Driver, TurnAgent
+from engine.driver import Driver
 from engine.events import CompactArchived, CompactEnd, CompactStart, LogEvent, UserMessage
 from engine.log import SessionLog
-from engine.model import ModelClient
+from engine.model import ClientFactory, ModelClient
 from engine.model.backend import Backend, choose_backend
 from engine.port import EngineState, ErrorHook, Listener, Port, Unsubscribe
 from engine.runtime.builtin import register_builtins
 from engine.runtime.commands import CommandRegistry, FrontEnd
+from engine.runtime.continuity import ThreadContinuity
 from engine.runtime.relay import DriverRelay, engine_state
 from engine.surface import Surface
 from engine.threads.lock import ThreadLockedError
@@ -31,7 +32,6 @@ from engine.util.offload import run_drained
 
 if TYPE_CHECKING:
     from engine.continuity import ContinuityContext
-    from engine.surface import Entry
 
 SYSTEM_PROMPT = (
     "You are a helpful assistant in Trove, a terminal chat app. "
@@ -163,22 +163,6 @@ def _originals(archive: Any, *, recovered: bool, continuity: bool) -> str:
     )
 
 
-def _continuity(config: Config, thread: Thread, surface: Surface) -> ContinuityContext:
-    """The thread's archive (capture on every compaction) and notes."""
-    from engine.continuity import ArchiveStore, ContinuityContext, archive_path, scope_binding
-
-    scope = scope_binding(thread.user_id, thread.id)  # written into the file at creation
-    store = ArchiveStore(
-        archive_path(thread.dir),
-        config.task_continuity,
-        scope=scope,
-        readonly=thread.read_only is not None,  # a view of a thread another process writes
-    )
-    return ContinuityContext.for_log(
-        thread.log, surface, store, user_id=thread.user_id, thread_id=thread.id
-    )
-
-
 class Runtime(Struct):
     config: Config
     home: Path
@@ -187,28 +171,25 @@ class Runtime(Struct):
     driver: Driver
     commands: CommandRegistry
     compaction: CompactService
-    _continuity: ContinuityContext | None
+    _continuity: ThreadContinuity | None
+    """Task continuity (None: off), which the driver and the compaction were given."""
     port: Port
     notices: list[str] = field(default_factory=list)
     backend: Backend | None = None
-    _pending: Callable[[], None] | None = None
-    """The continuity wiring `assemble(defer_continuity=True)` left for `complete()`."""
 
     @property
     def continuity(self) -> ContinuityContext | None:
-        """The archive and notes (None: task continuity is off); completes a deferred
-        assembly first, so whoever reads it sees the thread as it is wired for good."""
-        self.complete()
-        return self._continuity
+        """The archive and notes (None: task continuity is off); builds them first if a
+        deferred assembly has not yet, so whoever reads them sees the thread for good."""
+        return self._continuity.context() if self._continuity is not None else None
 
     def complete(self) -> None:
-        """Wire what `assemble(defer_continuity=True)` left out: the archive, capture, the
+        """Build what `assemble(defer_continuity=True)` left for later: the archive, the
         history tools, the notes and the authority contract. Idempotent; done by the
-        front end after its first frame, and in any case before the first request or
+        front end after its first frame, and in any case by the first request or
         compaction (whichever comes first)."""
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending()
+        if self._continuity is not None:
+            self._continuity.complete()
 
     @classmethod
     def open(
@@ -217,7 +198,7 @@ class Runtime(Struct):
         home: Path,
         *,
         thread_id: str | None = None,
-        model: ModelClient | None = None,
+        model: ModelClient | ClientFactory | None = None,
         backend: Backend | None = None,
         front_end: FrontEnd | None = None,
     ) -> Runtime:
@@ -238,7 +219,7 @@ class Runtime(Struct):
         home: Path,
         thread: Thread,
         *,
-        model: ModelClient | None = None,
+        model: ModelClient | ClientFactory | None = None,
         tools: bool | None = None,
         backend: Backend | None = None,
         front_end: FrontEnd | None = None,
@@ -247,25 +228,24 @@ class Runtime(Struct):
     ) -> Runtime:
         """Build the runtime around an opened thread (cheap: no file I/O).
 
-        Every part gets what it needs through its constructor. With task
-        continuity on, every compaction is captured into the archive; with
-        tools on, the model also gets the three history tools and its notes.
+        Each part is built once, with everything it needs given to its
+        constructor. `model` is a client as built (its observer is its own) or a
+        factory given the runtime's observer; by default the backend makes it.
+        With task continuity on, every compaction is captured into the archive;
+        with tools on, the model also gets the three history tools and its notes.
         With tools off (a model without native tool calls) capture and the
         inspector still work; only the three tools are not offered.
 
         With `defer_continuity` the continuity package (its import is a good
-        part of a launch) is wired by `complete()`: a front end's first frame
-        needs none of it. Until then the turn hooks and the capture complete
-        it themselves, so no request or compaction can run without it.
+        part of a launch) is built by `complete()`, or by the first request or
+        capture that needs it: a front end's first frame needs none of it.
 
         `surface`, if given, is `Surface.from_events(thread.log.events)` built
         off the loop by whoever opened the thread, with nothing appended since.
         """
-        if model is not None:
-            client = model
-        else:
+        if model is None:
             backend = backend or choose_backend(config, os.environ)
-            client = backend.make_client()
+            model = backend.make_client
         if tools is None and backend is not None:
             tools = backend.tools_enabled
         offer_tools = tools if tools is not None else config.model.tools != "off"
@@ -273,37 +253,35 @@ class Runtime(Struct):
         # A tiny local model answers far better under the default system prompt
         # its own chat template supplies when the request carries none.
         local = backend is not None and backend.kind == "local"
-        system_prompt = "" if local else SYSTEM_PROMPT
         if surface is None:
             surface = Surface.from_events(thread.log.events)
-        deferred: Callable[[], None] | None = None
-        compaction = CompactService(client, config.compaction, context_window=window)
         port = Port()
         relay = DriverRelay(port, lambda: engine_state(driver, thread.log))
-        client.on_retry = relay.on_retry
-        client.on_status = relay.on_model_status
+        client = model if isinstance(model, ModelClient) else model(relay)
+        continuity = (
+            ThreadContinuity(config, thread, surface, tools=offer_tools)
+            if config.task_continuity.enabled
+            else None
+        )
+        compaction = CompactService(
+            client,
+            config.compaction,
+            context_window=window,
+            capture=continuity.capture if continuity is not None else None,
+        )
         driver = Driver(
             thread.log,
             client,
-            system_prompt=system_prompt,
+            system_prompt="" if local else SYSTEM_PROMPT,
             hooks=compaction,
+            extension=continuity,
             max_tool_rounds=config.model.max_tool_rounds,
             surface=surface,
             observers=[relay],
         )
-        continuity: ContinuityContext | None = None
-        if config.task_continuity.enabled:
-
-            def wire() -> None:
-                context = _continuity(config, thread, surface)
-                _wire_continuity(context, compaction, driver, offer_tools=offer_tools)
-                runtime._continuity = context
-
-            if defer_continuity:
-                deferred = wire
-                compaction.capture = _completing_capture(lambda: runtime, compaction)
-                driver.hooks = _CompleteFirst(compaction, lambda: runtime.complete())
         thread.log.subscribe(relay.on_event)
+        if continuity is not None and not defer_continuity:
+            continuity.complete()
         reports = (thread.log.damage_report, thread.log.torn_report)
         notices = [report for report in reports if report]
         interrupted = interrupted_compaction_notice(
@@ -323,10 +301,7 @@ class Runtime(Struct):
             port,
             notices=notices,
             backend=backend,
-            _pending=deferred,
         )
-        if config.task_continuity.enabled and not defer_continuity:
-            wire()
         register_builtins(runtime, front_end)
         return runtime
 
@@ -350,9 +325,8 @@ class Runtime(Struct):
         await self.commands.aclose()
         await self.driver.aclose()
         await self.model.aclose()
-        self._pending = None  # never opened: nothing to close
-        if self._continuity is not None and self._continuity.store is not None:
-            self._continuity.store.close()
+        if self._continuity is not None:
+            self._continuity.close()
         try:
             self.thread.log.flush()
         except OSError as exc:
@@ -362,58 +336,3 @@ class Runtime(Struct):
             await run_drained(self.thread.log.keep_snapshot)
         finally:
             self.thread.close()
-
-
-def _wire_continuity(
-    context: ContinuityContext, compaction: CompactService, driver: Driver, *, offer_tools: bool
-) -> None:
-    """Capture on every compaction; with tools on, the three tools, the authority
-    contract and the notebook in every request.
-
-    The three tools join whatever the driver offers already: the wiring may be
-    deferred past the first frame, and tools given to the driver meanwhile (by a
-    script embedding the engine) must not vanish when it completes."""
-    from engine.continuity import AUTHORITY_CONTRACT, build_tools, context_builder
-    from engine.continuity.capture import capture_hook
-
-    compaction.capture = capture_hook(context)
-    driver.hooks = compaction
-    if offer_tools:
-        for tool in build_tools(context):
-            driver.tools.add(tool)
-        driver.system_prompt = "\n\n".join(
-            p for p in (driver.system_prompt, AUTHORITY_CONTRACT) if p
-        )
-        driver.context = context_builder(context)
-
-
-def _completing_capture(
-    runtime: Callable[[], Runtime], compaction: CompactService
-) -> Callable[[int, list[Entry]], Any]:
-    """A capture that completes the deferred assembly, then captures as wired."""
-
-    async def capture(key: int, entries: list[Entry]) -> dict[str, Any]:
-        runtime().complete()
-        wired = compaction.capture
-        if wired is None or wired is capture:
-            raise RuntimeError("task continuity was not wired")
-        return await wired(key, entries)
-
-    return capture
-
-
-class _CompleteFirst:
-    """The turn hooks of a deferred assembly: the first request completes it (the tools,
-    system prompt and context it wires are read after `before_request`)."""
-
-    def __init__(self, hooks: CompactService, complete: Callable[[], None]) -> None:
-        self._hooks = hooks
-        self._complete = complete
-
-    async def before_request(self, driver: TurnAgent, turn: int) -> None:
-        self._complete()
-        await self._hooks.before_request(driver, turn)
-
-    async def on_overflow(self, driver: TurnAgent, turn: int) -> bool:
-        self._complete()
-        return await self._hooks.on_overflow(driver, turn)

@@ -31,7 +31,8 @@ def engine_state(driver: Driver, log: SessionLog) -> EngineState:
 
 
 class DriverRelay:
-    """The driver's observer protocol, turned into notifications on a port."""
+    """The driver's observer and the model client's (engine.model.ModelObserver), turned
+    into notifications on a port."""
 
     def __init__(self, port: Port, state: Callable[[], EngineState]) -> None:
         self._port = port
@@ -47,7 +48,7 @@ class DriverRelay:
         self._port.publish(Failure(text))
 
     def on_retry(self, attempt: int, attempts: int) -> None:
-        """The model client's hook: a turn's (or a summary's) request is being retried."""
+        """A turn's (or a summary's) request is being retried."""
         self._port.publish(Retrying(attempt, attempts))
 
     def on_model_status(self, text: str) -> None:

@@ -17,6 +17,7 @@ from engine.events import (
     InboxQueued,
     PromptDraft,
     UserMessage,
+    line_start,
 )
 from engine.log import SessionLog
 from engine.log.log_file import open_log
@@ -30,8 +31,8 @@ from engine.threads.paths import (
 )
 from engine.util.private import private_dir
 
-_PROMPT_KINDS = (b'{"kind":"user/message"', b'{"kind":"inbox/queued"')
-_DRAFT_KIND = b'{"kind":"prompt/draft"'
+_PROMPT_KINDS = (line_start(UserMessage), line_start(InboxQueued))
+_DRAFT_KIND = line_start(PromptDraft)
 
 
 def has_history(path: Path) -> bool:

@@ -84,7 +84,9 @@ async def test_the_status_strip_says_retrying_while_a_request_is_retried(
     app = TroveApp(
         config,
         tmp_path / "home",
-        model=ModelClient(base_url=url, api_key="k", model="m", max_retries=2),
+        model=lambda observer: ModelClient(
+            base_url=url, api_key="k", model="m", max_retries=2, observer=observer
+        ),
         clock=lambda: FROZEN,
         new_thread_id="t-net",
     )
@@ -240,8 +242,10 @@ async def test_the_offline_model_starts_while_input_stays_live(tmp_path: Path) -
 
     app = _local_app(tmp_path / "home", bundled)
     assert app.backend is not None and app.backend.local is not None
-    client = LocalModelClient(HeldStart(app.backend.local), max_retries=0)
-    app.model_override = client
+    local = app.backend.local
+    app.model_override = lambda observer: LocalModelClient(
+        HeldStart(local), max_retries=0, observer=observer
+    )
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         await type_text(pilot, "hello")

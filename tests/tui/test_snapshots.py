@@ -110,7 +110,7 @@ def test_busy_error_notice(snap_compare, app_factory, server):
         await say(pilot, "one")
         await say(pilot, "two")
         log = pilot.app.runtime.thread.log
-        log.append(ev.CompactStart(turn=None, range={}, seqs=[], tokens=0))  # a live orphan
+        log.append(ev.CompactStart(turn=None, seqs=[], tokens=0))  # a live orphan
         await say(pilot, "/compact")
 
     assert snap_compare(app_factory(), terminal_size=SIZE, run_before=run_before)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.model import Completion, ModelClient, ModelError, import_openai
+from engine.model import Completion, ModelClient, ModelError, ModelObserver, import_openai
 
 __all__ = [
     "INSTALL_HINT",
@@ -284,6 +284,7 @@ class LocalModelClient(ModelClient):
         max_retries: int = 2,
         timeout: float = 600.0,
         connect_timeout: float = 3.0,
+        observer: ModelObserver | None = None,
     ) -> None:
         super().__init__(
             base_url=None,
@@ -294,6 +295,7 @@ class LocalModelClient(ModelClient):
             connect_timeout=connect_timeout,
             max_tokens=server.settings.max_tokens,
             extra_body=server.settings.sampling(),
+            observer=observer,
         )
         self.server = server
         self._one_shot_client: Any = None
@@ -316,14 +318,14 @@ class LocalModelClient(ModelClient):
         model: str | None = None,
     ) -> Completion:
         """Start the server on first use, then stream exactly as for a remote endpoint."""
-        status = None if self.server.running else self.on_status
-        if status is not None:
-            status("starting the offline model…")
+        told = None if self.server.running else self.observer
+        if told is not None:
+            told.on_model_status("starting the offline model…")
         try:
             self.base_url = await self.server.ensure_started()
         finally:
-            if status is not None:
-                status("")
+            if told is not None:
+                told.on_model_status("")
         await super().prepare()  # builds the SDK client now that base_url is known
         client = self._client
         if client is not None and client is not self._one_shot_client:
