@@ -22,15 +22,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 from cli.printer import StreamPrinter
 from engine.config import Config
 from engine.driver import DriverClosedError
+from engine.errors import TroveError
 from engine.events import TurnEnd
-from engine.log import LogCorruptError
 from engine.model.backend import Backend
 from engine.port import LogAppended, Notification, Unsubscribe
 from engine.runtime import Runtime, open_thread
 from engine.runtime.commands import Command, is_command
 from engine.threads.draft import current_draft, keep_draft, withdrawn_text
-from engine.threads.lock import ThreadLockedError
-from engine.threads.paths import ThreadNotFoundError
 from engine.threads.thread import resume_hint
 
 if TYPE_CHECKING:  # prompt-toolkit is imported only when a terminal needs it
@@ -140,7 +138,7 @@ class PlainRepl:
                 backend=self.backend,
                 front_end=self,
             )
-        except (LogCorruptError, ThreadNotFoundError, ThreadLockedError, OSError) as exc:
+        except (TroveError, OSError) as exc:
             self.printer.error(f"could not open that thread: {exc}; you are still here")
             return
         old, unsubscribe = self._runtime, self._unsubscribe

@@ -64,7 +64,8 @@ from msgspec.structs import replace
 
 from engine import events as ev
 from engine.compaction.prompt import SUMMARY_INSTRUCTIONS
-from engine.config import Config, ConfigError, parse_config
+from engine.config import Config, parse_config
+from engine.errors import TroveError
 from engine.events import LogEvent, to_dict
 from engine.log import read_events
 from engine.model import Completion, ModelClient, ModelError
@@ -103,7 +104,7 @@ _LATIN_WORDS = (
 _CHINESE_CHARS = "青松明月照流泉白云山水春秋风雨龙凤花鸟金石江河湖海星辰雪竹梅兰"
 
 
-class UsageError(Exception):
+class UsageError(TroveError):
     """A problem with the command line or the endpoints file: one line, exit 2."""
 
 
@@ -664,7 +665,7 @@ def main(argv: list[str] | None = None) -> int:
         endpoint = load_endpoint(args.endpoints)
         config = build_config(endpoint, str(args.endpoints))
         isolate_key(endpoint)
-    except (UsageError, ConfigError) as exc:
+    except TroveError as exc:  # a UsageError or a ConfigError
         print(safe_text(" ".join(str(exc).splitlines())), file=sys.stderr)
         return EXIT_USAGE
     with contextlib.ExitStack() as stack:

@@ -25,6 +25,7 @@ from engine.compaction.errors import CompactionCancelled, CompactionError, busy,
 from engine.compaction.outcome import CompactOutcome
 from engine.compaction.prompt import checkpoint_text, clean_summary
 from engine.compaction.selection import Span, checked, span_problem
+from engine.errors import TroveError
 from engine.events import (
     Checkpoint,
     CompactEnd,
@@ -42,7 +43,7 @@ Summarize = Callable[[list[Entry]], Awaitable[Any]]
 Capture = Callable[[int, list[Entry]], Awaitable[dict[str, Any]]]
 
 
-class InvalidRangeError(ValueError):
+class InvalidRangeError(TroveError, ValueError):
     """An explicit range that is not a compactable span; nothing was written."""
 
 

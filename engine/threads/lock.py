@@ -33,12 +33,14 @@ import os
 import socket
 from pathlib import Path
 
+from engine.errors import TroveError
+
 LOCK_NAME = "session.lock"
 _ATTEMPTS = 8
 """How many times a lock is retaken when its path was replaced under it."""
 
 
-class ThreadLockedError(Exception):
+class ThreadLockedError(TroveError):
     """Another live process writes this thread; str(e) names it in one line."""
 
     def __init__(self, thread_id: str, holder: str) -> None:

@@ -26,10 +26,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.errors import TroveError
+
 APPLICATION_ID = 0x54524F56  # "TROV": marks the file as a Trove archive
 
 
-class ArchiveError(Exception):
+class ArchiveError(TroveError):
     """Base of every archive failure; callers map it to a history status."""
 
 

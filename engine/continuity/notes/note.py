@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 from engine.continuity.archive.extract import is_source_id
 from engine.continuity.archive.records import AUTHORITY
+from engine.errors import TroveError
 from engine.events import LogEvent, NoteDelete, NoteSet
 
 MAX_NOTES = 8
@@ -49,7 +50,7 @@ class Note:
         }
 
 
-class NoteError(ValueError):
+class NoteError(TroveError, ValueError):
     """A note write that breaks the rules; `code` is the tool error code."""
 
     def __init__(self, code: str, message: str) -> None:
