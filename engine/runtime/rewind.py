@@ -23,12 +23,13 @@ from collections.abc import Sequence
 from msgspec import Struct
 
 from engine.driver import Driver
+from engine.errors import TroveError
 from engine.events import InboxQueued, LogEvent, SessionRewind, TurnStart, UserMessage
 from engine.log import SessionLog
 from engine.log.line import parent_seq
 
 
-class RewindRefused(Exception):
+class RewindRefused(TroveError):
     """Why a rewind cannot happen now; str(e) is the one line the user sees."""
 
 
@@ -96,15 +97,15 @@ def refusal(driver: Driver, log: SessionLog) -> str | None:
     """Why a rewind must wait (None: it may happen now). The same facts admission reads:
     the compaction bracket is the lock, and a turn or a queued prompt holds the boundary."""
     if log.read_only is not None:
-        return f"Cannot rewind: {log.read_only}"
+        return f"cannot rewind: {log.read_only}"
     if log.tail.open_compact is not None:
-        return "Cannot rewind while a compaction runs: wait for it to finish or cancel it."
+        return "cannot rewind while a compaction runs: wait for it to finish or cancel it"
     if driver.running_turn is not None:
-        return "Cannot rewind while a reply runs: wait for it or cancel it (Esc / Ctrl-C)."
+        return "cannot rewind while a reply runs: wait for it or cancel it (Esc / Ctrl-C)"
     if driver.inbox:
-        return "Cannot rewind while a prompt is queued: send it or remove it first."
+        return "cannot rewind while a prompt is queued: send it or remove it first"
     if driver.reserved:
-        return "Cannot rewind while a command holds the conversation (/compact): wait for it."
+        return "cannot rewind while a command holds the conversation (/compact): wait for it"
     return None
 
 
@@ -119,7 +120,7 @@ def rewind(driver: Driver, log: SessionLog, point: RewindPoint) -> str:
         raise RewindRefused(why)
     release = driver.reserve_turn_admission()
     if release is None:
-        raise RewindRefused("Cannot rewind now: a prompt is about to start its turn.")
+        raise RewindRefused("cannot rewind now: a prompt is about to start its turn; wait for its reply")
     try:
         log.append(SessionRewind(after=point.after, prompt=point.turn))
         log.flush()
@@ -132,7 +133,7 @@ def choose(log: SessionLog, number: int) -> RewindPoint:
     """The point `/rewind N` names, or why there is none."""
     listed = points(log)
     if not listed:
-        raise RewindRefused("Nothing to rewind to yet: this thread has no prompts.")
+        raise RewindRefused("nothing to rewind to yet: this thread has no prompts")
     if not 1 <= number <= len(listed):
-        raise RewindRefused(f"No prompt {number}: /rewind lists 1 to {len(listed)}.")
+        raise RewindRefused(f"no prompt {number}: /rewind lists 1 to {len(listed)}")
     return listed[number - 1]
