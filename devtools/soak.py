@@ -1,71 +1,21 @@
 #!/usr/bin/env python3
 """Soak: random SIGKILLs against `trove --plain`, then count what a user would find lost.
 
-    python3 devtools/soak.py [--kills N] [--seed S] [--home DIR] [--verbose]
+    python -m devtools.soak [--kills N] [--seed S] [--home DIR] [--verbose]
 
-One thread, N rounds. Each round starts `python -m cli.main --plain --thread T`
-against a scripted OpenAI-compatible model served from this process, types
-prompts that each plant a unique fact (`remember code FACT-0007-2-1f3a9c0b …`),
-often a `/compact`, and SIGKILLs it at a random moment. Half the rounds type
-into a pipe that stays open (the REPL takes one line after another); the other
-half type at a terminal (a pty), with pauses, so prompts queue while a reply
-streams and while a `/compact` runs. The kill comes either after a random delay
-(from the spawn, covering start-up and resume, or from the first event it
-logs), or the instant its log shows a chosen event (compact/start: mid-summary;
-compact/summary; the checkpoint: the window between the checkpoint and the
-archive write; compact/end; turn/start, assistant/message and inbox/queued:
-mid-turn; session/end-seed: start-up recovery), sometimes after a few more
-milliseconds. The model streams with a small delay per chunk, and the context
-window is small, so turns and compactions (pressure and manual) are in flight
-most of the time.
-
-After each kill the thread is checked in two steps, as a user would meet it:
-
-1. Read-only, before anything reopens it (what `trove history search` shows):
-   every fact checked must be findable word for word, or the archive status
-   must say why not (`unavailable`, e.g. a compaction cut before its archive
-   write; `partially_expired`).
-2. Reopened for writing (most rounds; the rest leave recovery to the next
-   child's start-up, so kills land in it too): `engine.runtime.Runtime.open`,
-   which takes the writer lock, marks the seam and re-captures interrupted
-   compactions, with a real client on the scripted model. Then a new prompt
-   must run to its end, `/compact` must succeed, and after closing, the lock
-   must be free.
-
-The counts (each a distinct item over the whole run, so a fact missing in
-several rounds counts once):
-
-- kills: SIGKILLs delivered to a live child.
-- lost_input: prompts the log accepted (`inbox/queued`) that the reopened
-  thread neither delivered (a `user/message` with that item id), nor removed,
-  nor has back in `runtime.driver.inbox`.
-- lost_facts: planted facts whose prompt was delivered but which, once the
-  thread is reopened (recovery done), are neither on the active surface nor
-  findable word for word in the archive through history search (the
-  HistoryView the model's tools use). Counted whatever the status says.
-  Retention is sized so nothing expires in a run (`max_batches` and
-  `max_records_per_batch` far above what a run makes), so an expired batch
-  here would be a lost fact too.
-- unreported: facts not findable while the status (read-only, or after
-  reopening) is neither `unavailable` nor `partially_expired`, i.e. claims
-  nothing is missing.
-- wedged: rounds where the reopened thread could not take its lock, a new
-  prompt did not finish (or did not end `ok`, or left input queued), or
-  `/compact` did not succeed, each within 20 s.
-- unloadable: rounds where the log failed to load whole (a bad line, which
-  readers now load up to and the writer would set aside) or the thread
-  failed to open (any exception). The damaged thread is kept aside and the run goes on
-  with a new one.
-
-Per-round facts checked: those planted in the last few rounds plus a random
-sample of older ones; after the last kill every fact is checked once more.
-Progress and a details line (kills that landed mid-compaction, in the capture
-window, facts recovered by re-capture, child crashes, tracebacks) go to
-stderr; the one result line goes to stdout. Exit status 0 when every count
-but kills is 0 and no child exited by itself, printed a traceback, or had
-input delivered twice or out of order (those are in the details line); else 1.
-A run that found something keeps its home (the thread, any damaged copy, the
-child's traceback) and says where.
+One thread, N rounds. Each round starts the child against a scripted model
+served from this process, types prompts that each plant a unique fact (and
+often a `/compact`), through a pipe or at a terminal so prompts queue behind
+replies, and kills it after a random delay or the instant its log shows a
+chosen event (`devtools/soak_script.py`). After each kill the thread is
+checked as a user would meet it: first read-only, as `trove history search`
+sees it; then, in most rounds, reopened for writing, where a new prompt and a
+`/compact` must succeed and the lock must be free after closing (the other
+rounds leave recovery to the next child's start-up). `devtools/soak_counts.py`
+defines the counts. The one result line goes to stdout, progress and details
+to stderr; exit status 0 when every count but kills is 0 and no child exited by
+itself, printed a traceback, or had input delivered twice or out of order. A
+run that found something keeps its home and says where.
 """
 
 from __future__ import annotations
@@ -73,181 +23,36 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import fcntl
-import json
-import os
-import pty
 import random
-import re
 import shutil
 import signal
-import struct
-import subprocess
 import sys
 import tempfile
-import termios
-import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from devtools.scripted_server import Reply, ScriptedServer, text
+from devtools.scripted_server import ScriptedServer
+from devtools.soak_child import STDERR_NAME, USER, LogWatcher, spawn, wait_until
+from devtools.soak_counts import Counts, delivered_facts, findable
+from devtools.soak_script import Plan, SoakModel, plan_round, write_config
 from engine import events as ev
-from engine.compaction.prompt import SUMMARY_INSTRUCTIONS
 from engine.config import Config, load_config
 from engine.continuity.archive.status import scan_history, scope_binding
 from engine.continuity.search.view import HistoryView
 from engine.events import LogEvent as Event
-from engine.log import LogCorruptError, TailState, decode_line, read_events
+from engine.log import TailState, read_events
 from engine.runtime import Runtime
 from engine.threads.lock import ThreadLock
 from engine.threads.paths import LOG_NAME, thread_dir
 from engine.threads.thread import Thread
 from engine.workspace.reports import thread_snapshot
 
-REPO = Path(__file__).resolve().parent.parent
+__all__ = ["Soak", "findable", "load_config", "main", "write_config"]
 
-USER = "local"
-FACT = re.compile(r"FACT-\d{4}-\d-[0-9a-f]{8}")
 REPORTED = ("unavailable", "partially_expired")
 RECENT_ROUNDS = 6
 OLDER_SAMPLE = 12
 STEP_TIMEOUT = 20.0
-FILLER = "the quick brown fox jumps over a lazy dog while the river keeps running past the old mill"
-WORDS = FILLER.split()
-
-
-class SoakModel:
-    """The scripted model: paced replies that never repeat a fact, summaries that omit them.
-
-    A summary or reply that repeated a fact would keep it findable on the
-    surface even if its original were lost, and hide exactly what the soak
-    looks for.
-    """
-
-    def __init__(self, rng: random.Random) -> None:
-        self.rng = rng
-        self.paced = True
-
-    def _words(self, n: int) -> str:
-        return " ".join(self.rng.choices(WORDS, k=n))
-
-    def __call__(self, body: dict[str, Any]) -> Reply:
-        messages = body.get("messages") or [{}]
-        first = messages[0] if isinstance(messages[0], dict) else {}
-        if first.get("role") == "system" and first.get("content") == SUMMARY_INSTRUCTIONS:
-            content = "The user planted codes to remember; " + self._words(14) + "."
-            rate = 120.0
-        else:
-            content = "Noted, I will keep that in mind. " + self._words(28) + "."
-            rate = 350.0
-        return text(content, chunk_chars=4, per_second=rate if self.paced else None)
-
-
-def write_config(path: Path, base_url: str) -> None:
-    path.write_text(
-        "model:\n"
-        f"  base_url: {base_url}\n"
-        "  api_key: soak-key\n"
-        "  name: soak-model\n"
-        "  context_window: 900\n"
-        "  max_retries: 0\n"
-        "  timeout: 15\n"
-        "compaction:\n"
-        "  threshold: 0.5\n"
-        "  keep_recent_tokens: 120\n"
-        "task_continuity:\n"
-        "  max_batches: 1000000\n"
-        "  max_records_per_batch: 1000000\n",
-        encoding="utf-8",
-    )
-
-
-@dataclass
-class Plan:
-    lines: list[str]
-    mode: str
-    """'timer' (from spawn), 'ready' (from the first logged event), or 'event'."""
-    delay: float
-    target: str = ""
-    tty: bool = False
-    """Typed at a terminal (a pty): prompts queue while a turn or /compact runs."""
-
-
-@dataclass
-class Counts:
-    kills: int = 0
-    lost_input: set[int] = field(default_factory=set)
-    lost_facts: set[str] = field(default_factory=set)
-    unreported: set[str] = field(default_factory=set)
-    wedged: int = 0
-    unloadable: int = 0
-    # details, for the stderr line
-    mid_compaction: int = 0
-    capture_window: int = 0
-    recovered: set[str] = field(default_factory=set)
-    exited: int = 0
-    tracebacks: int = 0
-    duplicated: set[int] = field(default_factory=set)
-    reordered: set[int] = field(default_factory=set)
-    restored: set[int] = field(default_factory=set)
-    compactions: int = 0
-    missed_targets: int = 0
-    notes: list[str] = field(default_factory=list)
-
-    def line(self) -> str:
-        return (
-            f"kills={self.kills} lost_input={len(self.lost_input)} "
-            f"lost_facts={len(self.lost_facts)} unreported={len(self.unreported)} "
-            f"wedged={self.wedged} unloadable={self.unloadable}"
-        )
-
-    def details(self) -> str:
-        return (
-            f"mid_compaction={self.mid_compaction} capture_window={self.capture_window} "
-            f"recovered_facts={len(self.recovered)} restored_input={len(self.restored)} "
-            f"compactions={self.compactions} "
-            f"missed_targets={self.missed_targets} child_exits={self.exited} "
-            f"tracebacks={self.tracebacks} duplicated_input={len(self.duplicated)} "
-            f"reordered_input={len(self.reordered)}"
-        )
-
-    @property
-    def clean(self) -> bool:
-        return not (
-            self.lost_input
-            or self.lost_facts
-            or self.unreported
-            or self.wedged
-            or self.unloadable
-            or self.exited
-            or self.tracebacks
-            or self.duplicated
-            or self.reordered
-        )
-
-
-def findable(view: HistoryView, fact: str) -> bool:
-    """Word for word, as a user or the model finds it: search, then read the source."""
-    result = view.search(fact)
-    for item in result.get("results", []):
-        if fact in item.get("excerpt", ""):
-            return True
-        if fact in str(view.read(item["id"]).get("text", "")):
-            return True
-    return False
-
-
-def delivered_facts(events: list[Event]) -> dict[str, int]:
-    """Fact → the seq of the user message that delivered it."""
-    out: dict[str, int] = {}
-    for event in events:
-        if isinstance(event, ev.UserMessage) and event.item_id is not None:
-            for fact in FACT.findall(event.text):
-                out.setdefault(fact, event.seq)
-    return out
 
 
 class Soak:
@@ -266,7 +71,7 @@ class Soak:
         self.thread_id = ""
         self.config_path = self.home / "soak-config.yaml"
         self.config: Config | None = None
-        self.stderr_path = self.home / "child-stderr.txt"
+        self.stderr_path = self.home / STDERR_NAME
         self.recover_next = ""
         """Why the next kill aims at start-up recovery ('' when it does not)."""
         self.generation = 0
@@ -291,129 +96,18 @@ class Soak:
 
     # -- one round -----------------------------------------------------------------
 
-    def plan(self, round_no: int) -> Plan:
-        rng = self.rng
-        prompts = []
-        # Two prompts at least before a /compact aimed at: with fewer, the
-        # recent context kept can leave nothing worth compacting.
-        for i in range(rng.randint(2, 4) if round_no > 1 else 1):
-            fact = f"FACT-{round_no % 10000:04d}-{i}-{rng.getrandbits(32):08x}"
-            self.planted[fact] = round_no
-            words = " ".join(rng.choices(WORDS, k=rng.randint(8, 30)))
-            prompts.append(f"remember code {fact} because {words}")
-        roll = rng.random()
-        pending = self.recover_next == "unarchived"
-        if self.recover_next and roll < 0.7:
-            # The last reopen was skipped: hit the child's own start-up recovery.
-            plan = Plan(prompts, "event", rng.choice([0.0, 0.0, rng.uniform(0, 0.03)]))
-            plan.target = (
-                rng.choice([ev.kind_of(ev.EndSeed), ev.kind_of(ev.CompactArchived)])
-                if pending
-                else ev.kind_of(ev.EndSeed)
-            )
-        elif roll < 0.2:
-            plan = Plan(prompts, "timer", rng.uniform(0.0, 3.0))
-        elif roll < 0.4:
-            plan = Plan(prompts, "ready", rng.uniform(0.0, 1.5))
-        else:
-            target = rng.choices(
-                [
-                    "checkpoint",
-                    ev.kind_of(ev.CompactStart),
-                    ev.kind_of(ev.CompactSummary),
-                    ev.kind_of(ev.CompactEnd),
-                    ev.kind_of(ev.TurnStart),
-                    ev.kind_of(ev.AssistantMessage),
-                    ev.kind_of(ev.InboxQueued),
-                ],
-                weights=[8, 4, 2, 2, 1, 1, 1],
-            )[0]
-            if target == ev.kind_of(ev.CompactStart):
-                delay = rng.uniform(0, 0.3)
-            elif target in (ev.kind_of(ev.TurnStart), ev.kind_of(ev.InboxQueued)):
-                delay = rng.uniform(0, 0.25)
-            else:
-                delay = rng.choice([0.0, 0.0, rng.uniform(0, 0.02)])
-            plan = Plan(prompts, "event", delay, target)
-        if round_no == 1 and plan.target not in (
-            ev.kind_of(ev.TurnStart),
-            ev.kind_of(ev.AssistantMessage),
-            "",
-        ):
-            plan = Plan(prompts, "ready", rng.uniform(0.0, 1.5))  # nothing to compact yet
-        lines = list(prompts)
-        if plan.target in (
-            "checkpoint",
-            ev.kind_of(ev.CompactStart),
-            ev.kind_of(ev.CompactSummary),
-            ev.kind_of(ev.CompactEnd),
-        ):
-            lines.insert(rng.randint(2, len(lines)), "/compact")
-        elif rng.random() < 0.3:
-            lines.insert(rng.randint(1, len(lines)), "/compact")
-        plan.lines = lines
-        plan.tty = rng.random() < 0.5
-        return plan
-
-    def spawn(self, tty: bool) -> tuple[subprocess.Popen[bytes], Typist]:
-        env = {
-            key: value
-            for key, value in os.environ.items()
-            if not key.startswith("OPENAI_") and key != "TROVE_HOME"
-        }
-        env["PYTHONPATH"] = str(REPO)
-        env["TERM"] = "xterm"
-        command = [
-            sys.executable,
-            "-m",
-            "cli.main",
-            "--plain",
-            "--home",
-            str(self.home),
-            "--config",
-            str(self.config_path),
-            "--thread",
-            self.thread_id,
-        ]
-        with self.stderr_path.open("wb") as err:
-            if not tty:
-                child = subprocess.Popen(
-                    command,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.DEVNULL,
-                    stderr=err,
-                    cwd=REPO,
-                    env=env,
-                )
-                return child, Typist(child, None, self.log_path, self.rng)
-            master, slave = pty.openpty()
-            fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-            try:
-                child = subprocess.Popen(
-                    command,
-                    stdin=slave,
-                    stdout=slave,
-                    stderr=err,
-                    cwd=REPO,
-                    env=env,
-                    start_new_session=True,
-                )
-            finally:
-                os.close(slave)
-            return child, Typist(child, master, self.log_path, self.rng)
-
     def run_child(self, plan: Plan) -> str:
         """Start a child, type the plan and kill it; what the kill was aimed at."""
         offset = self.log_path.stat().st_size
         self.model.paced = True
-        child, typist = self.spawn(plan.tty)
+        child, typist = spawn(self.home, self.config_path, self.thread_id, self.rng, tty=plan.tty)
         spawned = time.monotonic()
         typist.type(plan.lines)
         watcher = LogWatcher(self.log_path, offset)
         aim = ("tty " if plan.tty else "") + (plan.target or plan.mode)
         try:
             if plan.mode == "timer":
-                hit = self._wait(child, lambda: time.monotonic() - spawned >= plan.delay)
+                hit = wait_until(child, lambda: time.monotonic() - spawned >= plan.delay)
             else:
                 target = plan.target
 
@@ -424,10 +118,10 @@ class Soak:
                         return isinstance(event, ev.UserMessage) and event.checkpoint is not None
                     return event.kind == target
 
-                hit = self._wait(child, lambda: watcher.poll(matches), deadline=watcher.deadline)
+                hit = wait_until(child, lambda: watcher.poll(matches), deadline=watcher.deadline)
                 if hit:
                     when = time.monotonic() + plan.delay
-                    hit = self._wait(child, lambda: time.monotonic() >= when)
+                    hit = wait_until(child, lambda: time.monotonic() >= when)
                 elif child.poll() is None:
                     self.counts.missed_targets += 1
                     aim += " (not seen)"
@@ -453,22 +147,6 @@ class Soak:
             shutil.copy(self.stderr_path, keep)
             self.note(f"the child printed a traceback (kept in {keep})")
         return aim
-
-    def _wait(
-        self,
-        child: subprocess.Popen[bytes],
-        done: Callable[[], bool],
-        deadline: Callable[[], bool] | None = None,
-    ) -> bool:
-        """Poll until `done`; False when the child died, `deadline` passed or 30 s did."""
-        end = time.monotonic() + 30.0
-        while time.monotonic() < end and not (deadline and deadline()):
-            if child.poll() is not None:
-                return False
-            if done():
-                return True
-            time.sleep(0.0005)
-        return False
 
     # -- checks --------------------------------------------------------------------
 
@@ -616,7 +294,7 @@ class Soak:
             round_no = 0
             while self.counts.kills < self.kills:
                 round_no += 1
-                plan = self.plan(round_no)
+                plan = plan_round(self.rng, round_no, self.recover_next, self.planted)
                 aim = self.run_child(plan)
                 pending, failed = self.check_readonly(round_no)
                 if failed:
@@ -654,145 +332,6 @@ class Soak:
         if self.own_home and self.counts.clean:
             shutil.rmtree(self.home, ignore_errors=True)
         return self.counts
-
-
-class Typist:
-    """Types the round's lines: all at once into a pipe, or at a terminal like a user.
-
-    Through a pipe the REPL takes one line after the previous one finished.
-    At a terminal (a pty) lines come with random pauses, so prompts are typed
-    while a reply streams; a `/compact` is typed once the thread is idle and
-    the lines after it follow at once, so they queue while it runs. The
-    terminal's output is drained (and its cursor-position queries answered),
-    so the child never blocks on writing.
-    """
-
-    IDLE = (ev.kind_of(ev.TurnEnd), ev.kind_of(ev.CommandDone), ev.kind_of(ev.EndSeed))
-
-    def __init__(
-        self,
-        child: subprocess.Popen[bytes],
-        master: int | None,
-        log_path: Path,
-        rng: random.Random,
-    ) -> None:
-        self.child = child
-        self.master = master
-        self.log_path = log_path
-        self.offset = log_path.stat().st_size
-        self.gaps = [rng.uniform(0.0, 0.5) for _ in range(16)]
-        self.stop = threading.Event()
-        self.threads: list[threading.Thread] = []
-
-    def type(self, lines: list[str]) -> None:
-        if self.master is None:
-            assert self.child.stdin is not None
-            with contextlib.suppress(BrokenPipeError):
-                self.child.stdin.write("".join(line + "\n" for line in lines).encode())
-                self.child.stdin.flush()
-            return
-        for target in (self._drain, lambda: self._type(lines)):
-            thread = threading.Thread(target=target, daemon=True)
-            thread.start()
-            self.threads.append(thread)
-
-    def _type(self, lines: list[str]) -> None:
-        assert self.master is not None
-        after_compact = False
-        typed = 0
-        for index, line in enumerate(lines):
-            if line.startswith("/"):
-                while not self.stop.is_set() and not self._idle(typed):
-                    self.stop.wait(0.02)
-            elif not after_compact:
-                self.stop.wait(self.gaps[index % len(self.gaps)])
-            after_compact = after_compact or line.startswith("/")
-            if self.stop.is_set():
-                return
-            with contextlib.suppress(OSError):
-                os.write(self.master, line.encode() + b"\r")
-            typed += not line.startswith("/")
-
-    def _idle(self, typed: int) -> bool:
-        """Every prompt typed so far was accepted, this child's last logged event leaves
-        the thread idle, and 20 ms later it still does."""
-        with contextlib.suppress(OSError, ValueError), self.log_path.open("rb") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            fh.seek(min(self.offset, size))
-            lines = fh.read().split(b"\n")
-            kinds = [json.loads(line).get("kind") for line in lines[:-1]]
-            if (
-                kinds.count(ev.kind_of(ev.InboxQueued)) < typed
-                or not kinds
-                or kinds[-1] not in self.IDLE
-            ):
-                return False
-            self.stop.wait(0.02)
-            return os.fstat(fh.fileno()).st_size == size
-        return False
-
-    def _drain(self) -> None:
-        assert self.master is not None
-        while not self.stop.is_set():
-            try:
-                data = os.read(self.master, 65536)
-            except OSError:
-                return
-            if not data:
-                return
-            if b"\x1b[6n" in data:
-                with contextlib.suppress(OSError):
-                    os.write(self.master, b"\x1b[1;1R")
-
-    def close(self) -> None:
-        self.stop.set()
-        if self.master is None:
-            with contextlib.suppress(OSError):
-                assert self.child.stdin is not None
-                self.child.stdin.close()
-            return
-        os.close(self.master)  # the child is dead: the drain's read ends with EIO
-        for thread in self.threads:
-            thread.join(timeout=5)
-
-
-class LogWatcher:
-    """Follows the child's log from an offset, one complete line at a time."""
-
-    def __init__(self, path: Path, offset: int) -> None:
-        self.fh = path.open("rb")
-        self.offset = offset
-        self.buffer = b""
-        self.first_seen: float | None = None
-
-    def deadline(self) -> bool:
-        """Give up on a target 6 s after the child's first event (it never came)."""
-        return self.first_seen is not None and time.monotonic() - self.first_seen > 6.0
-
-    def poll(self, matches: Callable[[Event], bool]) -> bool:
-        size = os.fstat(self.fh.fileno()).st_size
-        if size < self.offset:  # a torn tail was cut off at start-up
-            self.offset, self.buffer = size, b""
-        if size == self.offset:
-            return False
-        if self.first_seen is None:
-            self.first_seen = time.monotonic()
-        self.fh.seek(self.offset)
-        data = self.fh.read(size - self.offset)
-        self.offset += len(data)
-        self.buffer += data
-        *lines, self.buffer = self.buffer.split(b"\n")
-        for line in lines:
-            try:
-                event = decode_line(line)
-            except (ValueError, LogCorruptError):
-                continue
-            if matches(event):
-                return True
-        return False
-
-    def close(self) -> None:
-        self.fh.close()
 
 
 def main(argv: list[str] | None = None) -> int:
