@@ -120,7 +120,9 @@ def rewind(driver: Driver, log: SessionLog, point: RewindPoint) -> str:
         raise RewindRefused(why)
     release = driver.reserve_turn_admission()
     if release is None:
-        raise RewindRefused("cannot rewind now: a prompt is about to start its turn; wait for its reply")
+        raise RewindRefused(
+            "cannot rewind now: a prompt is about to start its turn; wait for its reply"
+        )
     try:
         log.append(SessionRewind(after=point.after, prompt=point.turn))
         log.flush()
