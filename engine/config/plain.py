@@ -1,7 +1,7 @@
 """The plain subset of YAML a config file is almost always written in, read without PyYAML.
 
-Importing PyYAML costs about 20 ms at launch (its reader compiles one large
-Unicode pattern), more than everything else a config needs. Most files are
+Importing PyYAML is slow at launch (its reader compiles one large Unicode
+pattern), slower than everything else a config needs. Most files are
 nested `key: value` lines with comments, like config.example.yaml, and for
 those this reader gives exactly the data PyYAML's safe loader gives. For
 anything else it answers None and the caller hands the text to PyYAML

@@ -198,9 +198,8 @@ class LocalConfig(Struct, frozen=True):
     context: Annotated[int, _key("the local model's context size in tokens (>= 256)", ge=256)] = (
         3072
     )
-    """3,072 rather than 4,096: the KV cache is most of the offline model's private
-    memory (about 12 MiB per 1,024 tokens at q8_0), and 3,072 keeps it under the
-    80 MiB target; compaction keeps a long chat inside the smaller window."""
+    """Smaller than 4,096: the KV cache is most of the offline model's private memory,
+    and compaction keeps a long chat inside the smaller window."""
     max_tokens: Annotated[
         int,
         _key(

@@ -120,7 +120,7 @@ class Backend:
             from engine.model.local.child import ChildLocalServer
             from engine.model.local.runner import LocalModelClient
 
-            # In a child process: its start would hold the GIL, and so the UI, for ~1 s.
+            # In a child process: its start would hold the GIL, and so the UI.
             return LocalModelClient(
                 ChildLocalServer(self.local),
                 max_retries=m.max_retries,

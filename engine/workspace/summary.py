@@ -89,8 +89,7 @@ class ThreadSummary:
     """The active messages, encoded: decoded only when read (`active`), since `--all`
     opens a few threads and `threads` none (decoding them was most of reading a cache)."""
     folded: list[str]
-    """Their texts casefolded, in order: what `--all` matches terms against
-    (casefolding them again would cost ~0.3 ms a thread and query)."""
+    """Their texts casefolded, in order: what `--all` matches terms against, folded once."""
     problem: str | None = None
     """What ends the log's consistent prefix (`session.jsonl:LINE: what`), which is all
     that is summarized; None for a log that loads whole (the only kind cached)."""

@@ -277,13 +277,11 @@ def _rows(
             f"WHERE {table} MATCH ?{role_clause} ORDER BY {table}.rank LIMIT ?",
             (expression, role, limit * 2),
         ).fetchall()
-    # bm25 over the batch's newest matches only (a common word matches all 256
-    # sources, many times each: ranking them all cost 0.75 ms at p95), then
-    # the join for the rows kept only. The window is FTS5's own rowid-DESC
-    # scan, scored by a bm25() call per row and sorted by SQLite: with
-    # `ORDER BY rank` FTS5 ranks every match first and applies a rowid bound
-    # only afterwards (1.1 ms against 0.22 ms for a word in every source).
-    # Equal scores keep the older source first, as FTS5's own ranking did.
+    # bm25 over the batch's newest matches only (a common word matches every source,
+    # and ranking them all is slow), then the join for the rows kept only. The window
+    # is FTS5's own rowid-DESC scan, scored by a bm25() call per row and sorted by
+    # SQLite: with `ORDER BY rank` FTS5 ranks every match before applying a rowid
+    # bound. Equal scores keep the older source first, as FTS5's own ranking did.
     return conn.execute(
         f"SELECT {_COLUMNS} FROM (SELECT rowid AS r, bm25({table}) AS k FROM {table} "
         f"WHERE {table} MATCH ?1 ORDER BY rowid DESC LIMIT ?3) "
