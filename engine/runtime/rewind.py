@@ -1,19 +1,15 @@
 """Rewind: go back to just before an earlier prompt, keeping the future it abandons.
 
-A rewind appends one `session/rewind` line (flushed) naming the event the
-thread now continues after; the log stays append-only and the thread
-becomes a tree (`engine.log.line`). Every reader follows the new line, so
-after a rewind the surface is the conversation as it was before that
-prompt, compactions made later are undone on it, and the continuity tools
-see only the archive references on the line: batches compacted later (on
-the abandoned branch) are not reachable, exactly as "rolling back to an old
-checkpoint cannot reveal future batches" requires. The abandoned prompts
-stay listed (marked), and rewinding to one of them restores that branch.
+A rewind appends one flushed `session/rewind` line naming the event the thread now
+continues after: the log stays append-only and the thread becomes a tree
+(`engine.log.line`). Every reader follows the new line, so the surface is the
+conversation as it was, later compactions are undone on it, and batches archived
+later are not reachable. The abandoned prompts stay listed, and rewinding to one
+restores that branch.
 
-A prompt is a turn the user started: its `turn/start` and the prompts it
-took from the inbox. Going back "just before" it means continuing after
-the event its turn began after, stepping back over its own `inbox/queued`
-lines when they come right before it (the usual case: typed while idle).
+A prompt is a turn the user started: going back just before it continues after the
+event its turn began after, stepping back over its own `inbox/queued` lines when
+they come right before it.
 """
 
 from __future__ import annotations
