@@ -1,6 +1,6 @@
 """The one region transaction every compaction entry point runs.
 
-Its ordering is the contract (seed 003, "One parameterized transaction"):
+Its ordering is the contract:
 1. validate the selected positional range and inspect the durable tail;
 2. reject a live unmatched compaction marker;
 3. append compact/start synchronously;
@@ -9,8 +9,8 @@ Its ordering is the contract (seed 003, "One parameterized transaction"):
 6. append compact/summary and the replacement user/message;
 7. make exactly one compact/end attempt;
 8. flush when the caller asked for durability.
-There is no other lock: steps 1-3 run without yielding to the event loop,
-so the appended start is what any later entry point sees.
+There is no other lock: steps 1-3 run without yielding to the event loop, so the
+appended start is what any later entry point sees.
 """
 
 from __future__ import annotations

@@ -111,7 +111,7 @@ class HistoryScan:
       (a crash between the checkpoint and the archive write).
 
     `failure` is malformed reference metadata, which a later valid reference
-    replaces (the seed's rule for metadata).
+    replaces.
     """
 
     refs: list[ArchiveRef] = field(default_factory=list)
