@@ -27,14 +27,11 @@ def prompt_history_path(home: Path) -> Path:
 def held_raw_input() -> Any:
     """The REPL's terminal input, which can hold raw mode for the whole session.
 
-    prompt-toolkit sets raw mode while a prompt runs, and gives the terminal back
-    to the line discipline between two prompts and while it prints above a live
-    one (run_in_terminal's cooked mode). A key typed in those moments was the
-    line discipline's: Ctrl-C a SIGINT that flushed the keys typed before it and,
-    with no prompt there to take it, was lost or ended trove (130); Ctrl-D an
-    end-of-file no prompt ever read; text echoed into the reply. Inside
-    `held_raw_mode()` both switches do nothing, so every key waits in the
-    terminal, in order, for the next prompt to read.
+    prompt-toolkit gives the terminal back to the line discipline between two
+    prompts and while it prints above a live one, and a key typed then was lost to
+    it (Ctrl-C a SIGINT that flushed earlier keys, Ctrl-D an end-of-file nobody
+    read, text echoed into the reply). Inside `held_raw_mode()` those switches do
+    nothing, so every key waits in the terminal, in order, for the next prompt.
     """
     from prompt_toolkit.input.vt100 import Vt100Input
 
