@@ -25,21 +25,6 @@ from msgspec import Meta, Struct, field
 from engine.config.errors import ConfigError
 from engine.config.schema import accepts, check, describe, leaf, leaves
 
-__all__ = [
-    "CompactionConfig",
-    "Config",
-    "ConfigError",
-    "LocalConfig",
-    "ModelConfig",
-    "TaskContinuityConfig",
-    "UiConfig",
-    "default_home",
-    "key_descriptions",
-    "load_config",
-    "parse_config",
-    "valid_user_id",
-]
-
 
 def _http_url(value: str) -> bool:
     try:
