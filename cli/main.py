@@ -152,8 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(_dash_query(words))
     from engine.config import ConfigError, default_home, load_config
+    from engine.errors import TroveError
     from engine.log import LogCorruptError
-    from engine.threads.lock import ThreadLockedError
     from engine.threads.paths import ThreadNotFoundError
 
     home: Path = args.home or default_home()
@@ -210,14 +210,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_tui(config, home, thread_id=args.thread, backend=backend)
     except KeyboardInterrupt:
         return 130
-    except ConfigError as exc:
+    except (ConfigError, ThreadNotFoundError) as exc:
         return _fail(str(exc), EXIT_USAGE)
-    except ThreadNotFoundError as exc:
-        return _fail(str(exc), EXIT_USAGE)
-    except ThreadLockedError as exc:
-        return _fail(str(exc), EXIT_FAILURE)
     except LogCorruptError as exc:
         return _fail(f"{exc} (the log was not changed)", EXIT_FAILURE)
+    except TroveError as exc:  # its text is the whole message
+        return _fail(str(exc), EXIT_FAILURE)
     except OSError as exc:
         return _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), EXIT_FAILURE)
 

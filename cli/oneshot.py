@@ -14,6 +14,7 @@ from typing import BinaryIO
 
 from cli.printer import StreamPrinter
 from engine.config import Config
+from engine.errors import TroveError
 from engine.model.backend import Backend
 from engine.runtime import Runtime
 
@@ -21,7 +22,7 @@ STDIN_PROMPT = "-"
 """`-p -`: the prompt is stdin's text."""
 
 
-class PromptUsageError(ValueError):
+class PromptUsageError(TroveError, ValueError):
     """The prompt `-p` would send is empty or unreadable: a usage error (exit 2)."""
 
 

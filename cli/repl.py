@@ -11,30 +11,32 @@ finished, which makes piped scripts deterministic.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import sys
-from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from cli.printer import StreamPrinter
+from cli.prompt_input import (
+    KeepsLines,
+    held_raw_input,
+    prompt_history,
+    prompt_history_path,
+    put_history_in_place,
+)
 from engine.config import Config
 from engine.driver import DriverClosedError
+from engine.errors import TroveError
 from engine.events import TurnEnd
-from engine.log import LogCorruptError
 from engine.model.backend import Backend
 from engine.port import LogAppended, Notification, Unsubscribe
 from engine.runtime import Runtime, open_thread
 from engine.runtime.commands import Command, is_command
 from engine.threads.draft import current_draft, keep_draft, withdrawn_text
-from engine.threads.lock import ThreadLockedError
-from engine.threads.paths import ThreadNotFoundError
 from engine.threads.thread import resume_hint
 
 if TYPE_CHECKING:  # prompt-toolkit is imported only when a terminal needs it
-    from prompt_toolkit.buffer import Buffer
     from prompt_toolkit.document import Document
 
 
@@ -140,7 +142,7 @@ class PlainRepl:
                 backend=self.backend,
                 front_end=self,
             )
-        except (LogCorruptError, ThreadNotFoundError, ThreadLockedError, OSError) as exc:
+        except (TroveError, OSError) as exc:
             self.printer.error(f"could not open that thread: {exc}; you are still here")
             return
         old, unsubscribe = self._runtime, self._unsubscribe
@@ -226,8 +228,8 @@ class PlainRepl:
                             display_meta=command.summary,
                         )
 
-        terminal = _held_raw_input()
-        history = _prompt_history(prompt_history_path(self.runtime.home))
+        terminal = held_raw_input()
+        history = prompt_history(prompt_history_path(self.runtime.home))
         async for _ in history.load():  # read once: each prompt then has it in place at once
             pass
         session: PromptSession[str] = PromptSession(
@@ -250,11 +252,11 @@ class PlainRepl:
         printer.on_partial = redraw
 
         def history_in_place() -> None:
-            _put_history_in_place(session.default_buffer, history.get_strings())
+            put_history_in_place(session.default_buffer, history.get_strings())
 
         thread = self.runtime.thread
         # Raw mode from here on, between prompts too: Ctrl-C, Ctrl-D and text typed at any
-        # moment wait in the terminal for the next prompt (_held_raw_input).
+        # moment wait in the terminal for the next prompt (held_raw_input).
         with terminal.held_raw_mode():
             self.printer.say(
                 f"trove · thread {thread.id} · model {self.runtime.config.model.name}"
@@ -289,7 +291,7 @@ class PlainRepl:
                         )
             await self._finish_command()
 
-    def _interrupt(self, typed: Document, history: _KeepsLines) -> Document | str:
+    def _interrupt(self, typed: Document, history: KeepsLines) -> Document | str:
         """Ctrl-C at the prompt, as in the app: stop what runs, else clear the line.
 
         Returns what the next input line starts with. Stopping a reply or a
@@ -349,108 +351,3 @@ def run_plain(
     config: Config, home: Path, *, thread_id: str | None = None, backend: Backend | None = None
 ) -> int:
     return asyncio.run(_plain(config, home, thread_id, backend))
-
-
-def prompt_history_path(home: Path) -> Path:
-    """The REPL's prompt history (every prompt typed), created private before use."""
-    from engine.util.private import private_dir, touch_private
-
-    return touch_private(private_dir(home, base=home) / "prompt-history")
-
-
-def _held_raw_input() -> Any:
-    """The REPL's terminal input, which can hold raw mode for the whole session.
-
-    prompt-toolkit sets raw mode while a prompt runs, and gives the terminal back
-    to the line discipline between two prompts and while it prints above a live
-    one (run_in_terminal's cooked mode). A key typed in those moments was the
-    line discipline's: Ctrl-C a SIGINT that flushed the keys typed before it and,
-    with no prompt there to take it, was lost or ended trove (130); Ctrl-D an
-    end-of-file no prompt ever read; text echoed into the reply. Inside
-    `held_raw_mode()` both switches do nothing, so every key waits in the
-    terminal, in order, for the next prompt to read.
-    """
-    from prompt_toolkit.input.vt100 import Vt100Input
-
-    class HeldRawInput(Vt100Input):
-        _held = False
-
-        @contextlib.contextmanager
-        def held_raw_mode(self) -> Iterator[None]:
-            """Raw mode until the block ends, whatever prompts start and stop inside it;
-            the terminal's modes from before are restored then."""
-            with super().raw_mode():
-                self._held = True
-                try:
-                    yield
-                finally:
-                    self._held = False
-
-        def raw_mode(self) -> AbstractContextManager[None]:
-            return contextlib.nullcontext() if self._held else super().raw_mode()
-
-        def cooked_mode(self) -> AbstractContextManager[None]:
-            return contextlib.nullcontext() if self._held else super().cooked_mode()
-
-    return HeldRawInput(sys.stdin)
-
-
-def _put_history_in_place(buffer: Buffer, lines: list[str]) -> None:
-    """A prompt's history, in place before the prompt handles its first key.
-
-    prompt-toolkit fills a prompt's history from a task that its first drawing
-    starts, after it has handled the keys read along with the previous Enter (its
-    typeahead): an Up typed right after Enter found no history and did nothing.
-    The lines go in now, and the buffer's own loading is marked done so that it
-    does not add them a second time. This reaches into the Buffer's working
-    lines (which prompt-toolkit's own commands use); a pty test covers it.
-    """
-    document = buffer.document
-    buffer._working_lines = collections.deque([*lines, document.text])
-    buffer.working_index = len(lines)  # resets the cursor, put back below
-    buffer.cursor_position = document.cursor_position
-    loaded: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    loaded.set_result(None)
-    buffer._load_history_task = loaded
-
-
-class _KeepsLines(Protocol):
-    def keep(self, text: str) -> None: ...
-
-
-def _prompt_history(path: Path) -> Any:
-    """The REPL's FileHistory, which can also hold a line for this session only.
-
-    A line cleared with Ctrl-C comes back with Up, as the app's prompt keeps
-    it, but reaches the file only if it is sent after all (`accepted`:
-    prompt-toolkit does not store a line equal to the newest one it holds).
-    """
-    from prompt_toolkit.history import FileHistory
-
-    class PromptHistory(FileHistory):
-        def __init__(self, filename: str) -> None:
-            super().__init__(filename)
-            self._keeping = False
-            self._unsaved: set[str] = set()
-
-        def keep(self, text: str) -> None:
-            strings = self.get_strings()
-            if strings and strings[-1] == text:
-                return
-            self._unsaved.add(text)
-            self._keeping = True
-            try:
-                self.append_string(text)
-            finally:
-                self._keeping = False
-
-        def accepted(self, line: str) -> None:
-            if line in self._unsaved:
-                self.store_string(line)
-
-        def store_string(self, string: str) -> None:
-            if not self._keeping:
-                self._unsaved.discard(string)
-                super().store_string(string)
-
-    return PromptHistory(str(path))

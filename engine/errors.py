@@ -1,7 +1,9 @@
 """The one base of every error Trove reports to a person: its text is the sentence shown.
 
-Each error says, in one line, what went wrong and what to do; front ends print
-`str(error)` and never a traceback for a TroveError.
+Each error says, in one line, what went wrong and then what to do, in the style
+of a command-line tool's message: lowercase, no closing period, often after the
+place it is about (`<file>: <key>: expected ...`). Front ends print `str(error)`
+and never a traceback for a TroveError.
 """
 
 from __future__ import annotations

@@ -48,13 +48,10 @@ def tokens_for_chars(chars: int) -> int:
 class Entry(msgspec.Struct, gc=False, eq=False):
     """One message on the surface: its log seq, role and price, and the event it came from.
 
-    A lean index: the chat message is built from the event only when a
-    request (or the archive) asks for it, then kept, because replay of a long
-    thread would otherwise build a dict for every past message. Treated as
-    immutable (the cached message aside). A Struct, not a dataclass: replay
-    builds one per message and a Struct is built several times faster, and,
-    untracked by the cycle collector (it can be in no cycle: events and
-    strings only), a resumed thread's entries are never traversed.
+    The chat message is built only when a request (or the archive) asks for it,
+    then cached: replay would otherwise build a dict per past message. Immutable
+    but for that cache. A Struct, cheaper to build than a dataclass, and kept out of
+    the cycle collector (it holds events and strings only).
     """
 
     seq: int
@@ -68,8 +65,7 @@ class Entry(msgspec.Struct, gc=False, eq=False):
     _message: Message | None = None
 
     def __eq__(self, other: object) -> bool:
-        """Equal entries stand for the same message; whether its chat message was built
-        yet (the cache) does not count."""
+        """Equal entries stand for the same message; the cache does not count."""
         if not isinstance(other, Entry):
             return NotImplemented
         return (
@@ -124,9 +120,8 @@ class Surface:
         self.version = 0
         """Bumped by every change to the entries: whole-surface stability is one compare."""
         self.reshapes = 0
-        """Bumped by every change other than an append (a checkpoint taking a span's place).
-        Appends leave every earlier entry where it was, so a span that was valid at
-        one `reshapes` is still valid, same entries at the same index, while it holds."""
+        """Bumped by every change other than an append: a span valid at one `reshapes`
+        keeps its entries at the same index while it holds."""
         self.tokens = 0
         """The running total of the entries' token estimates."""
         self.newest = 0
@@ -142,9 +137,8 @@ class Surface:
 
     @classmethod
     def from_events(cls, events: Iterable[LogEvent]) -> Surface:
-        """Replay: what `apply` of every event gives, with the bookkeeping of plain
-        messages and turn markers kept in locals (a 100k-message resume runs this
-        loop 200k times on the way to its first ready frame)."""
+        """Replay: what `apply` of every event gives, with plain messages and turn
+        markers handled in locals (this loop is the hot path of a resume)."""
         surface = cls()
         entries = surface.entries
         add = entries.append
@@ -233,10 +227,9 @@ class Surface:
         """Drop the prompts a failed turn withdrew (`turn/end` `withdrawn`): the model never
         answered them, and the front end gives them back to be sent again.
 
-        They are the newest plain entries, so the search runs back from the end and
-        stops at the first plain entry older than all of them (a checkpoint placed
-        meanwhile has a higher seq and is stepped over). A reshape, like a checkpoint:
-        a span or view taken before it is chosen again.
+        They are the newest plain entries, so the search runs back from the end to the
+        first plain entry older than all of them (a checkpoint placed meanwhile has a
+        higher seq and is stepped over). A reshape, like a checkpoint.
         """
         wanted = set(seqs)
         oldest = min(wanted)
@@ -265,11 +258,9 @@ class Surface:
         """The checkpoint of summary seq `summary` replaces exactly `entries[index:index +
         count]`, priced `tokens`.
 
-        The region transaction says so when it has just checked the span at
-        this version; placing that checkpoint then skips the pass that would
-        compare every replaced entry (a few milliseconds at 10,000 messages,
-        on the UI loop). Any change to the surface voids it, and so does any
-        other checkpoint.
+        The region transaction says so when it has just checked the span at this
+        version, so placing that checkpoint skips comparing every replaced entry on
+        the UI loop. Any change to the surface, or any other checkpoint, voids it.
         """
         self._vouched = (summary, self.version, index, count, tokens)
 
@@ -358,8 +349,8 @@ class Surface:
         return out
 
 
-# The builders below inline `tokens_for_chars` and pass every field at once: replay
-# builds one entry per message (200k calls on a 100k-message resume).
+# The builders inline `tokens_for_chars` and pass every field at once: replay builds
+# one entry per message.
 
 
 def _user_entry(event: UserMessage, turn: int | None) -> Entry:
@@ -395,7 +386,7 @@ _ENTRY_BUILDERS: dict[type, Callable[[Any, int | None], Entry]] = {
 }
 """The entry of a plain message (a user message without a checkpoint), as `apply` adds it."""
 
-# One lookup per event instead of a chain of isinstance checks: replay runs this 100k times.
+# One lookup per event instead of a chain of isinstance checks, on replay's hot path.
 _HANDLERS: dict[type, Callable[[Surface, Any], None]] = {
     UserMessage: Surface._user,
     AssistantMessage: Surface._assistant,

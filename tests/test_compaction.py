@@ -453,8 +453,8 @@ async def test_summary_failure_leaves_surface_unchanged(tmp_path, server):
     server.script(s.error(500, "boom"))
     result = await rt.commands.run("/compact")
     assert not result.ok
-    assert result.text.startswith("Compaction failed: the summary could not be produced (")
-    assert result.text.endswith("The conversation is unchanged; only the log records the attempt.")
+    assert result.text.startswith("compaction failed: the summary could not be produced (")
+    assert result.text.endswith("the conversation is unchanged, only the log records the attempt")
     assert [e.seq for e in rt.driver.surface.entries] == before
     end = of_kind(rt.thread.log.events, ev.CompactEnd)[-1]
     assert end.error == "summary"
@@ -534,8 +534,8 @@ async def test_commit_failure_says_exactly_what_changed(tmp_path, server, failin
         await rt.compaction.compact_now(rt.driver)
     assert err.value.kind == "commit"
     assert str(err.value) == (
-        "Compaction failed while replacing the summarized messages (No space left on device). "
-        "The conversation is unchanged; only the log records the attempt."
+        "compaction failed while replacing the summarized messages (No space left on device); "
+        "the conversation is unchanged, only the log records the attempt"
     )
     assert of_kind(rt.thread.log.events, ev.CompactEnd)[-1].error == "commit"
     assert [e.seq for e in rt.driver.surface.entries] == before
@@ -553,7 +553,7 @@ async def test_failed_close_keeps_the_lock_and_skips_the_flush(tmp_path, server)
     with pytest.raises(CompactionError) as err:
         await rt.compaction.compact_now(rt.driver)
     assert err.value.kind == "persistence"
-    assert str(err.value).startswith("Compaction was applied but could not be saved to disk (")
+    assert str(err.value).startswith("compaction was applied but could not be saved to disk (")
     assert rt.thread.log.flushes == []
     rt.thread.log.fail_kinds = set()
     await chat(rt, "three")  # the thread stays usable
@@ -584,8 +584,8 @@ async def test_busy_text_when_a_turn_runs(tmp_path, server):
     result = await rt.commands.run("/compact")
     assert not result.ok
     assert result.text == (
-        "Compaction is busy: a turn is running or a queued prompt is about to start. "
-        "Nothing was written; try again when it has finished."
+        "compaction is busy: a turn is running or a queued prompt is about to start; "
+        "nothing was written, try again when it has finished"
     )
     server.release()
     await asyncio.wait_for(rt.driver.when_idle(), 5)
@@ -593,8 +593,8 @@ async def test_busy_text_when_a_turn_runs(tmp_path, server):
 
 
 COMPACTION_BUSY = (
-    "Compaction is busy: a compaction is already running. "
-    "Nothing was written; try again when it has finished."
+    "compaction is busy: a compaction is already running; "
+    "nothing was written, try again when it has finished"
 )
 
 
@@ -711,7 +711,7 @@ async def test_any_exception_from_the_summarizer_still_closes_the_bracket(tmp_pa
     complete, rt.compaction.model.complete = rt.compaction.model.complete, broken
     result = await rt.commands.run("/compact")
     assert not result.ok and "KeyError" in result.text
-    assert result.text.endswith("The conversation is unchanged; only the log records the attempt.")
+    assert result.text.endswith("the conversation is unchanged, only the log records the attempt")
     assert rt.thread.log.tail.open_compact is None
     assert of_kind(rt.thread.log.events, ev.CompactEnd)[-1].error == "summary"
     rt.compaction.model.complete = complete

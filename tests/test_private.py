@@ -120,7 +120,7 @@ def test_exports_are_private(tmp_path: Path) -> None:
 
 
 def test_prompt_history_file_is_private(tmp_path: Path) -> None:
-    from cli.repl import prompt_history_path
+    from cli.prompt_input import prompt_history_path
 
     path = prompt_history_path(tmp_path / "home")
     assert path.is_file()

@@ -221,7 +221,7 @@ async def test_rewind_command_lists_and_rewinds(tmp_path, server):
     assert "second question" in lines[1] and lines[1].split()[0] == "1"
     assert "first question" in lines[2]
     bad = await rt.commands.run("/rewind 9")
-    assert not bad.ok and "No prompt 9" in bad.text
+    assert not bad.ok and "no prompt 9" in bad.text
     done = await rt.commands.run("/rewind 1")
     assert done.ok and done.text.endswith("second question")
     assert [e.text for e in of_kind(rt.thread.log.events, ev.UserMessage)] == ["first question"]

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Literal
 
+from engine.errors import TroveError
+
 if TYPE_CHECKING:
     from engine.compaction.outcome import CompactOutcome
 
@@ -19,22 +21,22 @@ ErrorKind = Literal["busy", "changed", "summary", "commit", "persistence"]
 State = Literal["nothing", "log", "partial", "surface", "applied"]
 
 _TEXT: dict[str, str] = {
-    "busy": "Compaction is busy: {detail}.",
+    "busy": "compaction is busy: {detail}",
     "changed": (
-        "Compaction stopped: the messages being summarized changed while the summary was written."
+        "compaction stopped: the messages being summarized changed while the summary was written"
     ),
-    "summary": "Compaction failed: the summary could not be produced ({detail}).",
-    "commit": "Compaction failed while replacing the summarized messages ({detail}).",
-    "persistence": "Compaction was applied but could not be saved to disk ({detail}).",
+    "summary": "compaction failed: the summary could not be produced ({detail})",
+    "commit": "compaction failed while replacing the summarized messages ({detail})",
+    "persistence": "compaction was applied but could not be saved to disk ({detail})",
 }
-_START_FAILED = "Compaction could not start: the log could not be written ({detail})."
+_START_FAILED = "compaction could not start: the log could not be written ({detail})"
 
 _STATE: dict[str, str] = {
-    "nothing": "Nothing was written; try again when it has finished.",
-    "log": "The conversation is unchanged; only the log records the attempt.",
-    "partial": "The conversation may have partly changed; check the transcript before going on.",
-    "surface": "This session uses the summary; after a restart it may not.",
-    "applied": "The summary is in the log and in use.",
+    "nothing": "nothing was written, try again when it has finished",
+    "log": "the conversation is unchanged, only the log records the attempt",
+    "partial": "the conversation may have partly changed, check the transcript before going on",
+    "surface": "this session uses the summary, after a restart it may not",
+    "applied": "the summary is in the log and in use",
 }
 _DEFAULT_STATE: dict[str, State] = {
     "busy": "nothing",
@@ -44,12 +46,12 @@ _DEFAULT_STATE: dict[str, State] = {
     "persistence": "surface",
 }
 _LOCK_HELD = (
-    " The end of the attempt could not be written, so compaction stays locked until "
-    "Trove is restarted."
+    "; the end of the attempt could not be written, so compaction stays locked until "
+    "Trove is restarted"
 )
 
 
-class CompactionError(Exception):
+class CompactionError(TroveError):
     """A failed compaction; `kind` is one of the five, str(e) the exact text."""
 
     def __init__(
@@ -70,11 +72,11 @@ class CompactionError(Exception):
         detail = self.detail or "no details"
         if self.kind == "persistence" and self.state == "nothing":
             head = _START_FAILED.format(detail=detail)
-            tail = "Nothing was written; the conversation is unchanged."
+            tail = "nothing was written, the conversation is unchanged"
         else:
             head = _TEXT[self.kind].format(detail=detail)
             tail = _STATE[self.state]
-        return f"{head} {tail}" + (_LOCK_HELD if self.lock_held else "")
+        return f"{head}; {tail}" + (_LOCK_HELD if self.lock_held else "")
 
     def with_lock_held(self) -> CompactionError:
         """The same failure, when the close attempt after it failed too."""

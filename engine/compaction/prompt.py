@@ -42,8 +42,8 @@ def _render(entry: Entry) -> str:
 def summary_request(entries: Sequence[Entry]) -> list[Message]:
     head, tail = "Summarize this conversation:\n\n<conversation>\n", "\n</conversation>"
     parts = [_render(entry) for entry in entries] or [""]
-    # The frame joins the end parts, so the whole text is built once: at 10,000
-    # messages each copy of it is megabytes moved while the worker holds the GIL.
+    # The frame joins the end parts, so the whole text is built once: on a long
+    # thread each copy of it is a large move while the worker holds the GIL.
     parts[0] = head + parts[0]
     parts[-1] = parts[-1] + tail
     content = "\n\n".join(parts)
@@ -56,9 +56,9 @@ def summary_request(entries: Sequence[Entry]) -> list[Message]:
 async def summary_request_offloaded(entries: Sequence[Entry]) -> list[Message]:
     """The request built in a worker thread, collection paused there.
 
-    At 10,000 messages it is one large string joined from a message per
-    entry: tens of milliseconds and as many objects, which on the UI loop
-    would be a visible pause and a collection over the whole thread.
+    On a long thread it is one large string joined from a message per entry,
+    and as many objects: on the UI loop a visible pause and a collection over
+    the whole thread.
     """
     return await run_drained(_paused_request, entries)
 

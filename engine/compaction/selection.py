@@ -51,8 +51,8 @@ class View(Struct, frozen=True):
 
     `entries` is the surface's own list, read only below `count`: the surface
     only appends to it between reshapes, so that prefix stays as it was while
-    `reshapes` holds (a copy would touch every entry on the loop: ~1 ms at
-    10,000 messages). A span chosen from a view carries the view's reshape
+    `reshapes` holds (a copy would touch every entry on the loop). A span
+    chosen from a view carries the view's reshape
     count, and `offloaded` chooses again on the loop if a checkpoint
     reshaped the surface meanwhile.
     """
@@ -74,8 +74,8 @@ class View(Struct, frozen=True):
 async def offloaded(surface: Surface, choose: Callable[[View], T]) -> T:
     """`choose` over a view of the surface, in a worker thread.
 
-    At 10,000 messages selection is a few milliseconds of Python over every
-    entry that the UI loop would otherwise spend on each compaction. Should a
+    On a long thread selection is Python over every entry that the UI loop
+    would otherwise spend on each compaction. Should a
     checkpoint reshape the surface meanwhile (a range compaction committing),
     what the worker read may be torn, so the choice is made again, here.
     """

@@ -118,7 +118,7 @@ class CompactService:
         """Compact the surface entries between two log seqs, whole-surface stable.
 
         The bracket's owner is the open turn, if one is open, else none (`turn:
-        null`, seed 003): a turn that has ended owns nothing that starts after it.
+        null`): a turn that has ended owns nothing that starts after it.
         """
         span = range_span(agent.surface, first_seq, last_seq)
         if span is None:

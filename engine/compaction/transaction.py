@@ -1,6 +1,6 @@
 """The one region transaction every compaction entry point runs.
 
-Its ordering is the contract (seed 003, "One parameterized transaction"):
+Its ordering is the contract:
 1. validate the selected positional range and inspect the durable tail;
 2. reject a live unmatched compaction marker;
 3. append compact/start synchronously;
@@ -9,8 +9,8 @@ Its ordering is the contract (seed 003, "One parameterized transaction"):
 6. append compact/summary and the replacement user/message;
 7. make exactly one compact/end attempt;
 8. flush when the caller asked for durability.
-There is no other lock: steps 1-3 run without yielding to the event loop,
-so the appended start is what any later entry point sees.
+There is no other lock: steps 1-3 run without yielding to the event loop, so the
+appended start is what any later entry point sees.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from engine.compaction.errors import CompactionCancelled, CompactionError, busy,
 from engine.compaction.outcome import CompactOutcome
 from engine.compaction.prompt import checkpoint_text, clean_summary
 from engine.compaction.selection import Span, checked, span_problem
+from engine.errors import TroveError
 from engine.events import (
     Checkpoint,
     CompactEnd,
@@ -43,7 +44,7 @@ Summarize = Callable[[list[Entry]], Awaitable[Any]]
 Capture = Callable[[int, list[Entry]], Awaitable[dict[str, Any]]]
 
 
-class InvalidRangeError(ValueError):
+class InvalidRangeError(TroveError, ValueError):
     """An explicit range that is not a compactable span; nothing was written."""
 
 

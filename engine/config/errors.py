@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from engine.errors import TroveError
 
-class ConfigError(Exception):
+
+class ConfigError(TroveError):
     """A bad config, told in exactly one line so the CLI can print it and exit 2.
 
     The text is '<file>: <key.path>: expected <what>, got <what>' for values, or

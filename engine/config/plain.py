@@ -1,26 +1,15 @@
 """The plain subset of YAML a config file is almost always written in, read without PyYAML.
 
-Importing PyYAML costs about 20 ms at launch (its reader compiles one large
-Unicode pattern), more than everything else a config needs. Most files are
-nested `key: value` lines with comments, like config.example.yaml, and for
-those this reader gives exactly the data PyYAML's safe loader gives. For
-anything else it answers None and the caller hands the text to PyYAML
-(engine.config.yaml_reader), which also owns every error message: this module never
-judges a file, it only recognises the easy ones.
+PyYAML is slow to import at launch, and most files are nested `key: value` lines
+with comments, like config.example.yaml: for those this reader gives exactly what
+PyYAML's safe loader gives. For anything else it answers None and the caller hands
+the text to PyYAML (yaml_reader.py), which owns every error message.
 
-What it accepts, and why each piece means the same in YAML 1.1:
-- block mappings indented with spaces, keys `[A-Za-z_][A-Za-z0-9_]*`,
-  no key twice in one mapping (the strict loader refuses those, with the line)
-  and no key YAML reads as a bool or null (`on:`, `null:`);
-- a value that is `true`/`false`, `null`/`~`/nothing, a decimal integer
-  without a sign or leading zero (`-` allowed), a decimal with digits on both
-  sides of the point, a quoted string without escapes or its own quote, or a
-  plain word that starts with a letter or `$` and holds none of the
-  characters YAML gives meaning to (no space, `#`, `,`, `[`, `]`, `'`, `"`,
-  no `: ` or a trailing `:`) and is not one of YAML 1.1's other spellings
-  of a bool or null (`yes`, `Off`, `NULL` … are left to PyYAML);
-- comments after whitespace, blank lines, LF or CRLF line ends, and only
-  printable ASCII (no tab).
+It accepts block mappings indented with spaces (plain keys, none twice, none YAML
+reads as a bool or null); values that are a bool, null, a decimal integer or
+number, a quoted string without escapes, or a plain word with none of the
+characters YAML gives meaning to and not one of YAML 1.1's other bool or null
+spellings; comments, blank lines, LF or CRLF, printable ASCII only.
 """
 
 from __future__ import annotations

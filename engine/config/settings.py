@@ -1,17 +1,14 @@
 """Trove's configuration: one optional YAML file, validated strictly, with env fallbacks.
 
-Every key is declared once, below, as a field of a frozen msgspec Struct: its type, its
-default, and one `_key(...)` Meta with its description (the comment config.example.yaml
-carries for it; a test holds them equal) and its rules. engine.config.schema checks data
-against these declarations and words every error from the same rules, so a key cannot
-say one thing and check another.
+Every key is declared once, below, as a field of a frozen msgspec Struct: its type,
+its default, and one `_key(...)` Meta with its description (config.example.yaml
+carries the same text; a test holds them equal) and its rules. schema.py checks data
+against these declarations and words every error from the same rules.
 
-Validation is strict because a mistyped key that silently falls back to its default
-costs users far more time than an error does. Every problem becomes a ConfigError
-whose text is one line naming the file, the dotted key path and what was expected,
-so any front end can print it and exit 2 without a traceback. A file is read by
-engine.config.reader, imported only when there is one, and PyYAML only for a file
-beyond the plain subset nearly every config is written in (engine.config.plain).
+Strict, because a mistyped key that silently falls back to its default costs more
+than an error: every problem is a one-line ConfigError naming the file, the key path
+and what was expected. reader.py reads a file, and PyYAML is imported only for one
+beyond the plain subset (plain.py).
 """
 
 from __future__ import annotations
@@ -27,21 +24,6 @@ from msgspec import Meta, Struct, field
 
 from engine.config.errors import ConfigError
 from engine.config.schema import accepts, check, describe, leaf, leaves
-
-__all__ = [
-    "CompactionConfig",
-    "Config",
-    "ConfigError",
-    "LocalConfig",
-    "ModelConfig",
-    "TaskContinuityConfig",
-    "UiConfig",
-    "default_home",
-    "key_descriptions",
-    "load_config",
-    "parse_config",
-    "valid_user_id",
-]
 
 
 def _http_url(value: str) -> bool:
@@ -198,9 +180,8 @@ class LocalConfig(Struct, frozen=True):
     context: Annotated[int, _key("the local model's context size in tokens (>= 256)", ge=256)] = (
         3072
     )
-    """3,072 rather than 4,096: the KV cache is most of the offline model's private
-    memory (about 12 MiB per 1,024 tokens at q8_0), and 3,072 keeps it under the
-    80 MiB target; compaction keeps a long chat inside the smaller window."""
+    """Smaller than 4,096: the KV cache is most of the offline model's private memory,
+    and compaction keeps a long chat inside the smaller window."""
     max_tokens: Annotated[
         int,
         _key(

@@ -1,8 +1,8 @@
 """PyYAML's reading of a config file: duplicate keys refused, errors in one line.
 
 Imported only for a file the plain reader (engine.config.plain) does not
-recognise, or an environment value it cannot read as a scalar: PyYAML costs
-about 20 ms to import.
+recognise, or an environment value it cannot read as a scalar: PyYAML is slow
+to import.
 """
 
 from __future__ import annotations

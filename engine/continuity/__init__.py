@@ -1,19 +1,11 @@
 """Task continuity: the per-thread archive of compacted sources, task notes, three tools.
 
-Modules, each holding one concern:
-
-- `extract`: what a source is (`extract_records`), shared by capture and active search.
-- `fts`: tokens (casefolded words, CJK bigrams) and safe FTS5 queries.
-- `store`: the SQLite archive (`ArchiveStore`): schema, capture with retention, reads.
-- `query`: searching the per-batch FTS5 tables of the archive.
-- `status`: archive references in the log, scope binding, status resolution.
-- `search`: `HistoryView`, the active history plus reachable batches, for every reader.
-- `notes`: the notebook as log events (`Note`), normalized on every write and read.
-- `context`: the thread and position the tools run in (`ContinuityContext`, `Snapshot`).
-- `tools`: `history_search`, `history_read`, `task_note` and the authority contract.
-- `notebook`: the notes report with citation statuses, checked note writes, and the
-  notebook message injected into every request.
-- `cli`: the JSON behind `trove history search|read` and `trove notes`.
+Rooms: `archive/` (what a source is, the SQLite store, its search, the statuses of
+its references), `search/` (`HistoryView`: the active history plus reachable
+batches), `notes/` (the notebook as log events, and the message injected into every
+request), `context` (the thread and position the tools run in), `tools`
+(`history_search`, `history_read`, `task_note`), and `capture`, `recovery` and
+`batch_report` (archiving what compaction replaced, and what a crash left).
 """
 
 from engine.continuity.archive.extract import (

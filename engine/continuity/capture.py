@@ -72,12 +72,11 @@ def prepare_and_store(
 def prepare_records(entries: Sequence[Entry], events: Sequence[LogEvent]) -> list[Source]:
     """The archive records for the replaced entries: blocking work for a worker thread.
 
-    At 10,000 messages this is hundreds of milliseconds of hashing and text
-    extraction, which on the UI loop would freeze the app after every commit.
-    It reads only its arguments (snapshots), never the live log or surface.
-    Collection is paused meanwhile: the records it allocates would otherwise
-    set off full collections over the whole thread's objects, run here while
-    holding the GIL, and the loop would stall behind them just the same.
+    On a long thread the hashing and text extraction would freeze the UI loop
+    after every commit. It reads only its arguments (snapshots), never the live
+    log or surface. Collection is paused meanwhile: the records it allocates would
+    set off full collections over the whole thread, holding the GIL, and the loop
+    would stall behind them just the same.
     """
     with paused_gc():
         return extract_records(surface_inputs(entries, hidden_seqs(events)))

@@ -1,19 +1,13 @@
 """Closing the capture window: re-archiving what a crash left unarchived.
 
-A compaction commits its checkpoint first and archives the originals right
-after. A process killed between the two leaves a checkpoint whose originals
-are in no batch, and nothing in the log says so but the missing end of the
-bracket. The originals are still in the log, though: they are the
-`replaced` seqs of the `compact/summary`, as the surface held them just
-before it. So when the thread is next opened for writing, each such
-compaction is captured again from the log, under the same batch key (its
-`compact/start` seq: a batch that did reach the archive before the crash is
-found, not duplicated), and `compact/archived` records the reference, or the
-failure, where every reader looks for it. Until then the status reads
-`unavailable` (see `status.scan_history`).
-
-A capture that failed (a full disk, a broken archive) is retried the same
-way: at the next open, and after the next successful capture of the session.
+A compaction commits its checkpoint, then archives the originals; a kill in between
+leaves a checkpoint whose originals are in no batch. They are still in the log (the
+`replaced` seqs of the `compact/summary`), so when the thread is next opened for
+writing each such compaction is captured again under the same batch key (a batch
+that did reach the archive is found, not duplicated), and `compact/archived`
+records the reference or the failure. Until then the status reads `unavailable`.
+A failed capture is retried the same way, at the next open and after the next
+successful capture.
 """
 
 from __future__ import annotations

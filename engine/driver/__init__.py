@@ -1,18 +1,14 @@
 """The driver: a FIFO inbox of user input, turn admission, and the turn loop.
 
-Every accepted input gets a stable InboxItemId and an `inbox/queued` event,
-so a prompt typed while something else runs keeps its identity and its
-place, and survives a crash. Right of way to the next turn is decided
-synchronously: a waking send schedules its claim with `call_soon`, and from
-the moment it is accepted it owns the next turn, even though the claim has
-not run yet. `reserve_turn_admission()` is the only other way to hold that
-boundary, and it never creates a second queue.
+Every accepted input gets a stable InboxItemId and an `inbox/queued` event, so a
+prompt typed while something runs keeps its identity and place, and survives a
+crash. Right of way to the next turn is decided synchronously: a waking send owns
+the next turn from the moment it is accepted, though its claim runs later;
+`reserve_turn_admission()` is the only other way to hold that boundary.
 
-Rooms: `inbox_item` (the item and its id), `inbox` (send, inject, edit,
-remove, restore after a crash), `admission` (the claim, the reservation,
-idleness), `turn_loop` (one turn and its tool rounds), `ports` (model,
-hooks, extension, observers), `state` (what they share), `driver` (the assembled
-Driver). Import from `engine.driver`; the rooms are its implementation.
+Rooms: `inbox_item`, `inbox` (send, inject, edit, remove, restore), `admission`,
+`turn_loop` (one turn and its tool rounds), `ports` (model, hooks, extension,
+observers), `state`, `driver`. Import from `engine.driver`.
 """
 
 from engine.driver.driver import Driver

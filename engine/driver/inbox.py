@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from engine.driver.inbox_item import InboxItem, InboxItemId, Placement
 from engine.driver.state import DriverState
+from engine.errors import TroveError
 from engine.events import (
     InboxEdited,
     InboxQueued,
@@ -22,7 +23,7 @@ UNDO_DEPTH = 8
 """Removed items `restore` can still put back, newest kept."""
 
 
-class DriverClosedError(RuntimeError):
+class DriverClosedError(TroveError, RuntimeError):
     """Input after teardown has nowhere to go; the caller must keep it."""
 
 

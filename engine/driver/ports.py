@@ -25,7 +25,7 @@ class ModelPort(Protocol):
 
 class TurnAgent(Protocol):
     """What compaction needs of the driver it runs beside: the log, the surface, and the
-    boundary before the next turn (seed 003's agent context)."""
+    boundary before the next turn."""
 
     log: SessionLog
     surface: Surface

@@ -1,16 +1,13 @@
 """The control events of a log: the few that are not plain conversation.
 
-Resume derives a handful of things from the whole log: the open brackets
-(`TailState`), the prompts still queued (the driver's inbox restore) and the
-archive references (`continuity.status.scan_history`). Each used to walk
-every event; on a 100k-message thread that was three passes of 200k events
-on the way to the first ready frame. One pass at load now does the brackets
-and keeps the control events aside, in order, so the others read a short list.
+Resume derives the open brackets (`TailState`), the prompts still queued and the
+archive references from the whole log. One pass at load does the brackets and keeps
+the control events aside, in order, so the others read a short list instead of
+walking every event again.
 
-A control event is every event except assistant replies, tool results, turn
-markers, and user messages that neither came from the inbox (`item_id`) nor
-stand for a checkpoint. Whoever reads `SessionLog.control` must need nothing
-from those: the inbox restore and the history scan need none of them.
+A control event is every event except assistant replies, tool results, turn markers,
+and user messages that neither came from the inbox (`item_id`) nor stand for a
+checkpoint. Whoever reads `SessionLog.control` must need nothing from those.
 """
 
 from __future__ import annotations

@@ -18,10 +18,11 @@ from typing import Any
 import msgspec
 from msgspec.structs import replace
 
+from engine.errors import TroveError
 from engine.events import KINDS, KnownEvent, LogEvent, UnknownEvent, to_dict
 
 
-class LogCorruptError(Exception):
+class LogCorruptError(TroveError):
     """A line other than a torn tail is unreadable, or breaks the seq order.
 
     It ends what loads: the events before it are the log's consistent prefix

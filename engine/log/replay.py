@@ -96,8 +96,8 @@ def _lines(path: Path, data: bytes, before: int) -> tuple[Iterator[bytes], str |
     torn: str | None = None
     # Lines one at a time off a buffer sharing the file's bytes: each line is
     # freed as soon as it is decoded, where a split would hold a second copy of
-    # the file in 100k small objects (≈95 MB more RSS at 100k events, for good:
-    # the allocator's arenas stay fragmented under the events that outlive them).
+    # the file in small objects, for good (the allocator's arenas stay fragmented
+    # under the events that outlive them).
     lines: Iterator[bytes] = io.BytesIO(data)
     if tail.strip():
         # No trailing newline: the write was cut short by a crash.

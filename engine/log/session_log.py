@@ -17,6 +17,7 @@ from typing import TypeVar, cast
 
 from msgspec.structs import replace
 
+from engine.errors import TroveError
 from engine.events import Event, LogEvent, SessionRewind, TurnStart, UnknownEvent
 from engine.log import control, snapshot
 from engine.log.brackets import TailState
@@ -129,7 +130,7 @@ def move_aside(path: Path, moment: datetime) -> Path:
     return keep
 
 
-class LogWriteError(OSError):
+class LogWriteError(OSError, TroveError):
     """An append that did not happen: the file is byte for byte as before it.
 
     An OSError (ENOSPC, EDQUOT, EFBIG, EIO, EROFS …) with the log's path, so

@@ -1,29 +1,19 @@
 """A replay snapshot: a long log's events, decoded once, kept beside it as msgpack.
 
-Decoding JSON lines into typed events is most of a long thread's resume, and
-msgpack of the same events decodes faster (bench/log_replay.py prints both).
-The log stays the only source of truth; a snapshot only ever saves time:
+Decoding JSON lines is most of a long thread's resume, and msgpack of the same events
+decodes faster (bench/log_replay.py). The log stays the only source of truth:
 
-- It is used only while it stands for the log's first bytes. Its header
-  names how many bytes of the log it covers and seals them to its body: a
-  BLAKE2b digest of the digests of those log bytes and of the body. A log
-  that no longer begins with them (repaired by hand, replaced, cut short,
-  edited so that a CRC still matches), or a body that was changed (whatever
-  checksum was fixed after it), is a miss, and replay reads every line. Both
-  digests are made on threads of their own while the body decodes (hashlib
-  lets go of the interpreter lock as it hashes), beside the app's start-up.
-- No length in it is trusted beyond the bytes there are: the file is read only
-  when it is a regular file at most a few times the size of the log
-  (engine.private.open_derived: a link, a FIFO, an inflated file are misses
-  before anything is mapped), the bytes it covers must be in the log, the
-  events it counts must fit in its body.
+- A snapshot is used only while it stands for the log's first bytes: its header names
+  how many it covers and seals them and its body in a BLAKE2b digest. A log that no
+  longer begins with them, or a changed body, is a miss, and replay reads every line.
+  The digests run on threads of their own while the body decodes.
+- No length in it is trusted beyond the bytes there are: it is read only as a regular
+  file at most a few times the log's size (`open_derived`), and what it says it
+  covers and counts must be there.
 
-A seal is no defence against someone who can write the thread's files and
-computes a new seal from the log: they could as well edit the log itself.
-
-Written by the log's writer as it closes (`SessionLog.keep_snapshot`), only
-for a long log whose snapshot would cover much more than the one it has; the
-lines appended after a snapshot are decoded from the log as usual.
+The seal is no defence against someone who can write the thread's files: they could
+edit the log itself. The log's writer writes it as it closes
+(`SessionLog.keep_snapshot`), only for a long log; lines after it decode as usual.
 """
 
 from __future__ import annotations
@@ -52,8 +42,7 @@ MAGIC = b"trove replay 2\n"
 _HEADER = struct.Struct("<QQ32s")
 """Bytes of the log covered, events in the body, the seal of those bytes and the body."""
 MIN_EVENTS = 10_000
-"""A shorter log replays from its lines about as fast: not worth a second copy of it on
-disk (bench/log_replay.py measures both ways at 10,000 events)."""
+"""A shorter log replays from its lines about as fast: not worth a second copy on disk."""
 STALE_EVENTS = 5_000
 """A snapshot is rewritten once the log has grown this many events past it."""
 GROWTH = 4

@@ -47,10 +47,9 @@ YIELD_EVERY = 0.004
 READ_GAP = 0.005
 """Seconds a stream waits, after a read that had to wait for the network, before reading again.
 
-A server sends one event per token; read as they come, each one wakes the UI
-loop (~150 us of SDK and asyncio work apiece, a third of a core at 2,000
-tokens/s). Waiting lets tokens gather, then the buffered ones are read
-without waking: at most one wake per gap, and the text is at most a gap later.
+A server sends one event per token, and each read as it comes wakes the UI loop.
+Waiting lets tokens gather, then the buffered ones are read without waking: at most
+one wake per gap, and the text is at most a gap later.
 """
 WAITED = 0.0003
 """A read taking this long waited for the network (a buffered read takes microseconds)."""
@@ -116,7 +115,7 @@ class ModelClient:
         """
         if self._client is not None:
             return
-        # A worker thread keeps the ~1 s import, the TLS context (CA bundle) and
+        # A worker thread keeps the slow import, the TLS context (CA bundle) and
         # the SDK's lazily imported resource modules from freezing the UI loop.
         mod, client = await asyncio.to_thread(self._build)
         if self._client is not None:  # another caller finished first

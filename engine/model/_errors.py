@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from engine.errors import TroveError
+
 _MAX_DETAIL = 200
 # How servers phrase "the prompt does not fit": OpenAI/DeepSeek/vLLM ("maximum
 # context length"), llama.cpp ("exceeds the available context size"),
@@ -25,7 +27,7 @@ _OVERFLOW_CODES = {
 }
 
 
-class ModelError(Exception):
+class ModelError(TroveError):
     """A model call failed; ``str(e)`` is one line saying what failed and what to do.
 
     ``kind`` lets callers decide policy (retry later, compact, tell the user)

@@ -1,11 +1,9 @@
 """Server-sent events cut from raw bytes: the data of each event, nothing parsed.
 
-The SDK's own decoder builds an object per event and a pydantic model per
-chunk (~180 µs a chunk), which is most of a core at 10,000 tokens a second;
-this splitter does a few bytes operations per read and leaves JSON to the
-caller (orjson). Only ``data:`` lines matter to chat completions: ``event:``,
-``id:``, ``retry:`` and comment lines are skipped, as the SDK skips them for
-this endpoint.
+The SDK's own decoder builds an object per event and a pydantic model per chunk,
+which costs a core at fast token rates; this splitter does a few bytes operations
+per read and leaves JSON to the caller (orjson). Only ``data:`` lines matter to chat
+completions: the other lines are skipped, as the SDK skips them for this endpoint.
 """
 
 from __future__ import annotations

@@ -1,20 +1,13 @@
 """Which model Trove talks to, and what that model can do.
 
-The choice is made once, at launch, from the config and the environment, and
-is pure (no imports of heavy packages, no network): ``find_spec`` is the only
-probe. The rule (``model.provider``):
-
-* ``openai``: the configured OpenAI-compatible endpoint, whatever else is set.
-* ``local``: the in-process llama.cpp model of the ``local`` extra; an error
-  (one line) when the extra or the model file is missing. ``--local`` forces it.
-* ``auto`` (default): the configured endpoint when there is one (``model.base_url``
-  or ``model.api_key`` in the config, or ``OPENAI_API_KEY``/``OPENAI_BASE_URL`` in
-  the environment); else the local model when the extra is installed; else
-  ``kind="none"``, which front ends turn into first-run guidance.
-
-Capabilities differ per backend, so they travel with the choice: the tiny local
-model emits no native tool calls (offering tools only makes it print JSON at
-the user), and it has a small context, so replies are always capped.
+Chosen once at launch from the config and the environment, with no heavy imports
+and no network (``find_spec`` is the only probe). By ``model.provider``:
+``openai`` is the configured endpoint; ``local`` is the in-process llama.cpp model
+of the ``local`` extra (an error when it or its model file is missing; ``--local``
+forces it); ``auto`` takes the endpoint when one is configured, else the local
+model when installed, else ``kind="none"``, which front ends turn into first-run
+guidance. Capabilities travel with the choice: the tiny local model gets no tools
+(it would print JSON at the user) and always capped replies.
 """
 
 from __future__ import annotations
@@ -121,7 +114,7 @@ class Backend:
             from engine.model.local.child import ChildLocalServer
             from engine.model.local.runner import LocalModelClient
 
-            # In a child process: its start would hold the GIL, and so the UI, for ~1 s.
+            # In a child process: its start would hold the GIL, and so the UI.
             return LocalModelClient(
                 ChildLocalServer(self.local),
                 max_retries=m.max_retries,

@@ -125,7 +125,7 @@ def register_builtins(runtime: Host, front: FrontEnd | None) -> None:
         try:
             item = driver.send(args, placement="next-step")
         except (OSError, DriverClosedError) as exc:
-            raise CommandError(f"Not sent: {exc}.") from exc
+            raise CommandError(f"not sent: {exc}") from exc
         if steering:
             return (
                 f"Steering the running reply (#{item}): the model reads it before its next request."

@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 
 from msgspec import Struct
 
+from engine.errors import TroveError
 from engine.events import CommandDone, CommandRun
 from engine.log import LogWriteError, SessionLog
 
@@ -28,7 +29,7 @@ Show = Literal["result", "quiet"]
 failure's text is always shown."""
 
 
-class CommandError(Exception):
+class CommandError(TroveError):
     """A command refused or failed; str(e) is the exact text the user sees."""
 
 

@@ -1,19 +1,15 @@
 """Rewind: go back to just before an earlier prompt, keeping the future it abandons.
 
-A rewind appends one `session/rewind` line (flushed) naming the event the
-thread now continues after; the log stays append-only and the thread
-becomes a tree (`engine.log.line`). Every reader follows the new line, so
-after a rewind the surface is the conversation as it was before that
-prompt, compactions made later are undone on it, and the continuity tools
-see only the archive references on the line: batches compacted later (on
-the abandoned branch) are not reachable, exactly as "rolling back to an old
-checkpoint cannot reveal future batches" requires. The abandoned prompts
-stay listed (marked), and rewinding to one of them restores that branch.
+A rewind appends one flushed `session/rewind` line naming the event the thread now
+continues after: the log stays append-only and the thread becomes a tree
+(`engine.log.line`). Every reader follows the new line, so the surface is the
+conversation as it was, later compactions are undone on it, and batches archived
+later are not reachable. The abandoned prompts stay listed, and rewinding to one
+restores that branch.
 
-A prompt is a turn the user started: its `turn/start` and the prompts it
-took from the inbox. Going back "just before" it means continuing after
-the event its turn began after, stepping back over its own `inbox/queued`
-lines when they come right before it (the usual case: typed while idle).
+A prompt is a turn the user started: going back just before it continues after the
+event its turn began after, stepping back over its own `inbox/queued` lines when
+they come right before it.
 """
 
 from __future__ import annotations
@@ -23,12 +19,13 @@ from collections.abc import Sequence
 from msgspec import Struct
 
 from engine.driver import Driver
+from engine.errors import TroveError
 from engine.events import InboxQueued, LogEvent, SessionRewind, TurnStart, UserMessage
 from engine.log import SessionLog
 from engine.log.line import parent_seq
 
 
-class RewindRefused(Exception):
+class RewindRefused(TroveError):
     """Why a rewind cannot happen now; str(e) is the one line the user sees."""
 
 
@@ -96,15 +93,15 @@ def refusal(driver: Driver, log: SessionLog) -> str | None:
     """Why a rewind must wait (None: it may happen now). The same facts admission reads:
     the compaction bracket is the lock, and a turn or a queued prompt holds the boundary."""
     if log.read_only is not None:
-        return f"Cannot rewind: {log.read_only}"
+        return f"cannot rewind: {log.read_only}"
     if log.tail.open_compact is not None:
-        return "Cannot rewind while a compaction runs: wait for it to finish or cancel it."
+        return "cannot rewind while a compaction runs: wait for it to finish or cancel it"
     if driver.running_turn is not None:
-        return "Cannot rewind while a reply runs: wait for it or cancel it (Esc / Ctrl-C)."
+        return "cannot rewind while a reply runs: wait for it or cancel it (Esc / Ctrl-C)"
     if driver.inbox:
-        return "Cannot rewind while a prompt is queued: send it or remove it first."
+        return "cannot rewind while a prompt is queued: send it or remove it first"
     if driver.reserved:
-        return "Cannot rewind while a command holds the conversation (/compact): wait for it."
+        return "cannot rewind while a command holds the conversation (/compact): wait for it"
     return None
 
 
@@ -119,7 +116,9 @@ def rewind(driver: Driver, log: SessionLog, point: RewindPoint) -> str:
         raise RewindRefused(why)
     release = driver.reserve_turn_admission()
     if release is None:
-        raise RewindRefused("Cannot rewind now: a prompt is about to start its turn.")
+        raise RewindRefused(
+            "cannot rewind now: a prompt is about to start its turn; wait for its reply"
+        )
     try:
         log.append(SessionRewind(after=point.after, prompt=point.turn))
         log.flush()
@@ -132,7 +131,7 @@ def choose(log: SessionLog, number: int) -> RewindPoint:
     """The point `/rewind N` names, or why there is none."""
     listed = points(log)
     if not listed:
-        raise RewindRefused("Nothing to rewind to yet: this thread has no prompts.")
+        raise RewindRefused("nothing to rewind to yet: this thread has no prompts")
     if not 1 <= number <= len(listed):
-        raise RewindRefused(f"No prompt {number}: /rewind lists 1 to {len(listed)}.")
+        raise RewindRefused(f"no prompt {number}: /rewind lists 1 to {len(listed)}")
     return listed[number - 1]

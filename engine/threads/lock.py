@@ -1,27 +1,16 @@
 """One writer per thread: an OS lock held for the life of the process that writes.
 
-Two processes appending to one log would hand out the same seqs and leave a
-thread whose log no longer loads whole, and two compactions would each
-replace the same messages. So opening a thread for writing takes an
-exclusive `flock` on the thread's directory, and keeps it until the thread
-is closed. The kernel drops it when the process dies, kill -9 included, so a
-crash never leaves a thread locked. Readers (history, notes, threads, the
-inspector) never take it.
+Two writers would hand out the same seqs and replace the same messages twice, so
+opening a thread for writing takes an exclusive `flock` until it is closed; the
+kernel drops it when the process dies, so a crash never leaves a thread locked.
+Readers never take it.
 
-Why the directory and not a lock file: a lock lives on an inode, and a file
-beside the log can be deleted or replaced while its holder runs (a cleanup
-script, a sync tool, a user tidying up); the next writer would then lock a
-new inode and write beside the first. The directory is the thread: it is
-only removed with the thread itself. After the lock is taken the path is
-checked to still name the locked inode (it could have been replaced between
-the open and the flock); if not, it is taken again.
-
-`session.lock` is still taken too, after the directory, and holds the
-holder's pid and host, so the second writer can say who has the thread (and
-so a Trove from before the directory lock, which locks only that file, is
-kept out). Where a file system cannot lock a directory (NFS emulates flock
-with byte-range locks, which a read-only descriptor cannot take) the lock
-file alone is the lock, checked the same way at acquire.
+The lock is on the thread's directory, not a file beside the log: a file can be
+deleted or replaced while its holder runs, and the next writer would lock a new
+inode. After the flock the path is checked to still name the locked inode.
+`session.lock` is taken too and holds the holder's pid and host, so a second writer
+can say who has the thread; where a file system cannot lock a directory (NFS) it
+alone is the lock.
 """
 
 from __future__ import annotations
@@ -33,6 +22,7 @@ import os
 import socket
 from pathlib import Path
 
+from engine.errors import TroveError
 from engine.util.private import open_derived
 
 LOCK_NAME = "session.lock"
@@ -40,7 +30,7 @@ _ATTEMPTS = 8
 """How many times a lock is retaken when its path was replaced under it."""
 
 
-class ThreadLockedError(Exception):
+class ThreadLockedError(TroveError):
     """Another live process writes this thread; str(e) names it in one line."""
 
     def __init__(self, thread_id: str, holder: str) -> None:

@@ -1,26 +1,16 @@
 """Private files and directories: data dirs 0700, files 0600, whatever the umask.
 
-A thread's log, its archive, exports and the prompt history hold everything
-the user typed, so nobody else on the machine may read them. `mkdir` and
-`open` apply the umask (022 makes 0755 and 0644), so every place Trove
-creates data goes through here, and the exact mode is set after creation.
+Logs, archives, exports and the prompt history hold everything the user typed, and
+`mkdir` and `open` apply the umask, so every place Trove creates data goes through
+here and the exact mode is set after creation. Data an older version left readable
+is tightened when opened to write, if this user owns it (a failed chmod is not an
+error). SQLite gives `-wal`/`-shm` their database's mode, so they stay private too.
 
-Existing modes: data that an older version (or a loose umask) left readable
-is tightened (group and other bits removed) when Trove opens it to write, as
-long as this user owns it; a chmod that fails is not an error (the data is
-still usable, just not ours to change). A directory above the data root
-(e.g. a missing `~/.local/share`) is created like `mkdir -p` would: it is
-not Trove's data. SQLite gives `-wal`/`-shm` the mode of their database, so
-a private database file keeps its companions private too.
-
-Derived files (the caches beside a log: its replay snapshot, the thread's
-summary, the drawn lines, the archive's terms file) are read and written
-through `open_derived`, `read_derived` and `write_derived`: the log outranks
-them, so whatever is found under their names is never trusted to be what
-Trove wrote there. A link is not followed, a FIFO is not waited on, a
-device or a file past the caller's size bound is not read, and the
-temporary copy a write goes through is always a new file, so a link put
-under its name is never written through.
+Derived files (the caches beside a log) go through `open_derived`, `read_derived`
+and `write_derived`: the log outranks them, so what is found under their names is
+never trusted. A link is not followed, a FIFO not waited on, a device or an
+oversized file not read, and a write goes through a new temporary file, so a link
+put under its name is never written through.
 """
 
 from __future__ import annotations

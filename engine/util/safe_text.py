@@ -1,18 +1,12 @@
 """Text made safe for a terminal: what a model, a tool, the archive or a log says is data.
 
-A terminal obeys control characters and escape sequences wherever they come
-from, so a reply holding `ESC ] 52 ; c ; …` sets the user's clipboard and one
-holding `ESC [ 6 n` types a reply into the shell. Every front end passes such
-text through here just before a terminal sees it. The log and the archive keep
-the exact bytes: this is a display concern, never a storage one.
-
-What survives: printable text (CJK, emoji and joiners included), newline and
-tab. Whole escape sequences go (CSI, OSC, DCS, SOS, PM, APC, in 7-bit and
-8-bit forms), then every other C0/C1 control and DEL; CRLF becomes LF. The
-explicit bidi overrides and isolates go too, since they can make the screen
-show text in another order than it is (lone surrogates, which no terminal
-encoding can write, become U+FFFD). Text without any of these is returned as
-is after one regex search, so the streaming path stays cheap.
+A terminal obeys control characters and escape sequences wherever they come from
+(an OSC 52 sets the clipboard, a cursor query types into the shell), so every front
+end passes such text through here just before a terminal sees it; the log and the
+archive keep the exact bytes. What survives: printable text, newline and tab. Whole
+escape sequences go (7-bit and 8-bit), then every other control and DEL; CRLF
+becomes LF; bidi overrides and isolates go; lone surrogates become U+FFFD. Clean
+text costs one regex search, so streaming stays cheap.
 """
 
 from __future__ import annotations

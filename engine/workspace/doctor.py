@@ -1,19 +1,12 @@
 """`trove doctor THREAD`: what is wrong with a thread's files, and the log's repair.
 
-A log with a bad line loads up to it wherever it is read, but only its writer
-moves the rest aside; a thread nobody opens again stays as it is, and every
-reader (`trove threads`, `--all`) keeps reporting it. The doctor takes the
-thread's writer lock, as a writer would, and opens the log for writing, which
-is the one repair there is: the bad line and what follows go to a quarantine
-file beside the log (a torn last line to its `.torn-N` copy), every byte kept.
-A replay snapshot that does not stand for the log is removed (it is derived,
-and written again when a long thread closes). Another process holding the
-thread means it is only examined: nothing is changed.
-
-What is checked: the log (a bad line, a torn last line) and the replay
-snapshot. The files earlier repairs left beside the log are listed, not
-judged. The archive is not examined here (its status is what `trove notes`
-and `history search` report).
+A log with a bad line loads up to it, but only its writer moves the rest aside, so a
+thread nobody opens again keeps being reported. The doctor takes the writer lock and
+opens the log for writing, the one repair there is: the bad line and what follows go
+to a quarantine file beside the log, every byte kept. A replay snapshot that does
+not stand for the log is removed. When another process holds the thread it only
+examines. Checked: the log and the replay snapshot; earlier repairs' files are
+listed, not judged; the archive is left to `trove notes` and `history search`.
 """
 
 from __future__ import annotations

@@ -1,24 +1,15 @@
 """`trove history search QUERY --all`: the user's search over every thread they own.
 
-Only the user searches across threads; the model's tools stay scoped to their
-own thread. Each thread is searched exactly as `history_search` searches it
-(one `HistoryView` over its active messages and reachable batches), so every
-group holds the same object the tool returns, plus which thread it is.
+Only the user searches across threads; the model's tools stay in their own. Each
+thread is searched exactly as `history_search` searches it (one `HistoryView`), so
+every group holds the object the tool returns, plus which thread it is.
 
-Nothing here writes a log or takes a thread's lock: logs are read (through
-the summary cache, engine/thread_summary.py) and archives opened `mode=ro`,
-so it works while other Trove processes hold any of the threads. A thread
-whose log has a bad line is searched up to it (its consistent prefix) and
-reported in one line; one that cannot be read is reported and skipped; one
-whose archive cannot be read is reported and still searched in its active
-messages.
-
-Speed: opening an archive costs about a millisecond before any query, so an
-archive is opened only when its `history.terms` (archive_terms.py) says it
-may hold a match, or cannot speak for it. Threads are taken newest activity
-first, and the search stops once `max_threads` threads have matches: a word
-found in every thread would otherwise open them all. What was left is
-counted (`threads_not_searched`), never silently dropped.
+Nothing here writes or locks: logs are read through the summary cache (summary.py)
+and archives opened read-only, so it works while other processes hold the threads.
+A damaged log is searched up to its bad line and reported; an unreadable one is
+reported and skipped. An archive is opened only when its `history.terms`
+(archive/terms.py) says it may hold a match; threads go newest first and the search
+stops at `max_threads` with matches, counting what was left (`threads_not_searched`).
 """
 
 from __future__ import annotations

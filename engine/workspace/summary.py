@@ -1,30 +1,17 @@
 """What one thread's log amounts to, for listings and for searching every thread.
 
-`trove threads` (title, message count, compactions, last activity) and
-`trove history search --all` (the archive references and the active
-messages of each thread) would otherwise replay every log in full on every
-call: 100 threads of 10,000 messages are a million events, seconds of work.
-So the derivation is cached in the thread's directory, `summary.cache`:
+`trove threads` and `trove history search --all` would otherwise replay every log
+in full on every call, so the derivation is cached beside the log, `summary.cache`:
 
-- it is derived only from the log, by the same code the tools use (the
-  thread's line after any rewind, `Surface`, `scan_history`,
-  `extract_records`), so a cached answer equals a fresh one;
-- it is keyed by the log's identity (device, inode, size, mtime and ctime in
-  ns, and a digest of its first and last bytes) taken *before* the log is
-  read, and by the thread's scope binding: a log that grew, was rewound,
-  rewritten (even to the same size, its mtime put back: the ctime cannot be)
-  or copied elsewhere never matches;
-- it is stored only when the read saw exactly what the key describes (every
-  byte up to the keyed size, no torn line, the log's identity the same
-  after the read as before): a writer appending meanwhile leaves no cache,
-  so a cache can never hold less than its key claims;
-- it is written by readers, atomically (a private temporary file renamed into
-  place), never by or instead of the writer, and never under the thread's
-  lock; a cache that cannot be written or read is just not used, and one
-  that is not a regular file (a link, a FIFO) or is larger than anything the
-  log could give (`max_bytes`) is not read at all (engine.util.private);
-- it lives in the thread's directory, so deleting the thread deletes it, and
-  it is private (0600) like the log whose text it holds.
+- derived only from the log by the code the tools use, so a cached answer equals a
+  fresh one;
+- keyed by the log's identity (device, inode, size, mtime and ctime, a digest of its
+  first and last bytes) taken before the read, and by the thread's scope: a log
+  that grew, was rewound, rewritten or copied never matches;
+- stored only when the read saw exactly what the key describes (a writer appending
+  meanwhile leaves no cache);
+- written atomically by readers, never under the thread's lock; one that cannot be
+  read, is no regular file or is too large is not used. Private (0600) like the log.
 """
 
 from __future__ import annotations
@@ -90,8 +77,7 @@ class ThreadSummary:
     """The active messages, encoded: decoded only when read (`active`), since `--all`
     opens a few threads and `threads` none (decoding them was most of reading a cache)."""
     folded: list[str]
-    """Their texts casefolded, in order: what `--all` matches terms against
-    (casefolding them again would cost ~0.3 ms a thread and query)."""
+    """Their texts casefolded, in order: what `--all` matches terms against, folded once."""
     problem: str | None = None
     """What ends the log's consistent prefix (`session.jsonl:LINE: what`), which is all
     that is summarized; None for a log that loads whole (the only kind cached)."""

@@ -101,8 +101,8 @@ def test_compaction_in_flight_with_queued_prompt_and_injection(snap_compare, app
 
 
 def test_busy_error_notice(snap_compare, app_factory, server):
-    """/compact while a compaction is open in the log: a red notice "Compaction is busy:
-    ... Nothing was written" under the two exchanges, and the compacting indicator."""
+    """/compact while a compaction is open in the log: a red notice "compaction is busy:
+    ... nothing was written" under the two exchanges, and the compacting indicator."""
     server.script(s.text("one"), s.text("two"))
 
     async def run_before(pilot: Any) -> None:

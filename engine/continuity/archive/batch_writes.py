@@ -20,16 +20,14 @@ from engine.continuity.archive import fts, term_filter
 from engine.continuity.archive.query import fts_table
 from engine.continuity.archive.records import Source
 
-# Size estimate for a new batch, in bytes of database pages. Measured: the
-# sources b-tree costs about 1.1x the text, the FTS index (detail=full) 0.5x
-# to 1.2x the index text (repetitive prose low, unique codes high). The
-# factors err high: over-estimating evicts at most one batch early, while
-# under-estimating would fail the capture at the ceiling.
+# Size estimate for a new batch, in bytes of database pages: the sources b-tree and
+# the FTS index each cost about their text. The factors err high: over-estimating
+# evicts at most one batch early, under-estimating fails the capture at the ceiling.
 _TEXT_FACTOR = 1.25
 _INDEX_FACTOR = 1.5
 _ROW_OVERHEAD = 96
 _TABLE_PAGES = 16  # the FTS5 shadow tables and schema growth of a new batch
-_HASH_BYTES = 64 * 2**20  # FTS5 in-memory hash for one capture (default 1 MB)
+_HASH_BYTES = 64 * 2**20  # FTS5 in-memory hash for one capture (its default is smaller)
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,8 +211,8 @@ def insert_batch(
         f"CREATE VIRTUAL TABLE {table} USING fts5("
         f"tokens, content='', tokenize='{fts.FTS_TOKENIZER}')"
     )
-    # One segment per batch: with the default 1 MB hash a large batch is
-    # flushed as several segments, and every query probes each of them.
+    # One segment per batch: with the default hash a large batch is flushed
+    # as several segments, and every query probes each of them.
     conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('hashsize', ?)", (_HASH_BYTES,))
     base = conn.execute("SELECT coalesce(max(id), 0) FROM sources").fetchone()[0] + 1
     conn.executemany(

@@ -58,9 +58,8 @@ def index_text(text: str) -> str:
     Text without CJK passes through after casefolding, so the cost of a large
     English capture is two C-speed passes, not a Python loop per word. ASCII
     text passes through as it is: unicode61 folds ASCII case itself (as
-    casefold would), and `isascii` answers in one pass where searching
-    10,000 characters for a CJK run cost 0.3 ms a record, most of a capture's
-    preparation.
+    casefold would), and `isascii` answers in one pass, far cheaper than
+    searching the text for a CJK run.
     """
     if text.isascii():
         return text
@@ -137,9 +136,9 @@ def match_position(text: str, query: str, terms: list[Term]) -> tuple[int, int]:
     """Where an excerpt should centre: (start, length) of the best visible match.
 
     The whole query as typed wins when it occurs; else the longest term's
-    first occurrence. Casefolding a 10,000-character text that is not pure
-    ASCII costs ~0.2 ms (eight excerpts: most of a search), so a text with
-    CJK in it is first searched without folding it (`_find_unfolded`);
+    first occurrence. Casefolding a long text that is not pure ASCII is most
+    of a search's cost, so a text with CJK in it is first searched without
+    folding it (`_find_unfolded`);
     only when that cannot decide is the text folded. Positions in the
     folded text equal the original's for nearly every script; if folding
     changed the length, `lower()` is used so offsets stay close.

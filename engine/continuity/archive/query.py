@@ -1,31 +1,16 @@
 """Searching the archive's per-batch FTS5 tables, fast on a full archive.
 
-Each batch has its own contentless FTS5 table (`fts_<batch id>`, see
-store.py) and a term filter (term_filter.py). A search runs in one read
-transaction and, per tier, over the batches whose filter leaves the tier
-possible (a batch certainly lacking a term is never asked about it; a query
-matching nothing usually asks no table at all):
+Each batch has its own contentless FTS5 table and a term filter (term_filter.py); a
+search runs in one read transaction, and a batch whose filter rules a term out is
+never asked about it. Per tier, newest batches first: probe statements (a UNION ALL
+over a few batches' tables, no ranking; see `_chunks`) find which batches match,
+then each is fetched directly or, with more matches than places left, ranked by
+bm25 over its newest `RANK_WINDOW` matches; it stops once enough originals are in,
+with the same hits as if every batch had been probed.
 
-1. probe statements, newest batches first: each a UNION ALL over a few
-   batches' tables that returns at most `limit + 1` matching rowids per
-   batch, without ranking. The first probe covers the newest two batches,
-   the next six, the last all the rest: a common word is settled by the
-   newest batch, so it never pays the 10-20 microseconds a table that
-   probing all 32 tables costs. Past the newest two, a query of several
-   terms first asks every table for one term only, and probes just the
-   tables that can hold a match (see `_chunks`);
-2. newest batch first, the batches a probe found: a batch with more
-   matches than places left is ranked by FTS5 (`ORDER BY rank`, bm25) over
-   its newest `RANK_WINDOW` matches (all of them with a role filter); a
-   batch with few is fetched directly. It stops once enough originals are
-   in, so batches past that point are never probed (the hits are the same
-   as if every batch had been probed first).
-
-Tiers: sources holding every term; only when no original holds them all,
-sources holding some terms (bm25 favours those holding more and rarer ones).
-Continuity-tool echoes (copies of other sources) are kept aside and only fill
-places the originals leave. Every lookup goes through FTS5 or a primary key;
-no statement scans the stored text.
+Tiers: sources holding every term; only when no original holds them all, sources
+holding some. Continuity-tool echoes only fill places the originals leave. Every
+lookup goes through FTS5 or a primary key; no statement scans the stored text.
 """
 
 from __future__ import annotations
@@ -277,13 +262,11 @@ def _rows(
             f"WHERE {table} MATCH ?{role_clause} ORDER BY {table}.rank LIMIT ?",
             (expression, role, limit * 2),
         ).fetchall()
-    # bm25 over the batch's newest matches only (a common word matches all 256
-    # sources, many times each: ranking them all cost 0.75 ms at p95), then
-    # the join for the rows kept only. The window is FTS5's own rowid-DESC
-    # scan, scored by a bm25() call per row and sorted by SQLite: with
-    # `ORDER BY rank` FTS5 ranks every match first and applies a rowid bound
-    # only afterwards (1.1 ms against 0.22 ms for a word in every source).
-    # Equal scores keep the older source first, as FTS5's own ranking did.
+    # bm25 over the batch's newest matches only (a common word matches every source,
+    # and ranking them all is slow), then the join for the rows kept only. The window
+    # is FTS5's own rowid-DESC scan, scored by a bm25() call per row and sorted by
+    # SQLite: with `ORDER BY rank` FTS5 ranks every match before applying a rowid
+    # bound. Equal scores keep the older source first, as FTS5's own ranking did.
     return conn.execute(
         f"SELECT {_COLUMNS} FROM (SELECT rowid AS r, bm25({table}) AS k FROM {table} "
         f"WHERE {table} MATCH ?1 ORDER BY rowid DESC LIMIT ?3) "

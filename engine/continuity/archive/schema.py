@@ -1,22 +1,15 @@
 """The archive file's schema, how an older file reaches it, and what a failure is called.
 
 The version lives in `PRAGMA user_version`, the file's identity in `PRAGMA
-application_id`. `MIGRATIONS` is the ordered list of steps: each one takes a
-file from the version before it to its own, in its own `BEGIN IMMEDIATE`
-transaction that re-reads the version under the lock, so two writers racing
-to migrate one file serialize and the loser finds the step done. A new file
-and an old one reach the same schema by the same steps. Append new steps;
-never edit an old one (files in the wild were made by it).
+application_id`. `MIGRATIONS` are ordered steps, each in its own `BEGIN IMMEDIATE`
+transaction that re-reads the version, so racing writers serialize; a new file and
+an old one reach the same schema by the same steps. Append steps, never edit one.
 
-Version 1: `batches` (one row per capture; AUTOINCREMENT, so an evicted
-batch's id is never reused) and `sources` (one row per record), plus one FTS5
-table per batch made at capture (`query.fts_table`).
-Version 2: `meta` with `scope`, the user/thread binding (`status.scope_binding`)
-the file was made for. A version 1 file is adopted by the thread whose writer
-migrates it (it sits in that thread's directory).
-Version 3: `term_filters`, one row per batch captured since (batch id, the
-bits of `term_filter.build`), deleted with its batch. A batch captured before
-has none and is always asked (search is only slower for it, never different).
+Version 1: `batches` (AUTOINCREMENT: an evicted batch's id is never reused),
+`sources`, and one FTS5 table per batch made at capture. Version 2: `meta.scope`,
+the user/thread binding (a version 1 file is adopted by the thread that migrates
+it). Version 3: `term_filters`, one row per batch captured since; older batches
+have none and are always asked.
 """
 
 from __future__ import annotations
@@ -26,10 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.errors import TroveError
+
 APPLICATION_ID = 0x54524F56  # "TROV": marks the file as a Trove archive
 
 
-class ArchiveError(Exception):
+class ArchiveError(TroveError):
     """Base of every archive failure; callers map it to a history status."""
 
 

@@ -1,26 +1,21 @@
 """Which archived history a log position may see, and in what state it is.
 
-The log is the checkpoint state: each successful compaction's `compact/end`
-carries the reference to the batch it archived (or the capture failure), and
-the scope binding of the user and thread it was made for. Resolution is a
-pure function of the events up to a position, the current scope and the
-batches the store still holds, so every reader (search, read, citation
-checks, the injected notebook, the CLI) answers the same way:
+Each successful compaction's `compact/end` carries the reference to the batch it
+archived (or the capture failure) and the scope of the user and thread it was made
+for. Resolution is a pure function of the events up to a position, the current
+scope and the batches still stored, so every reader answers the same way:
 
 - `uninitialized`: no compaction ever left an archive reference.
 - `available`: every referenced batch is still stored.
-- `partially_expired`: some referenced batches were evicted by retention.
-- `unavailable`: reference metadata is malformed, or the newest capture
-  failed (sticky until a later successful capture), or the archive cannot be
-  opened, or a reachable batch is damaged. Older valid references (and the
-  undamaged batches) can still be read.
-- `scope_unavailable`: a reference was made for another user or thread (a
-  copied log), or the archive file itself is bound to another one (a copied
-  archive); it grants nothing here.
+- `partially_expired`: retention evicted some referenced batches.
+- `unavailable`: a malformed reference, a failed newest capture (until a later one
+  succeeds), an archive that cannot be opened, or a damaged reachable batch; older
+  valid references can still be read.
+- `scope_unavailable`: a reference or the archive file belongs to another user or
+  thread (a copy); it grants nothing here.
 
-Only references at or before the position are reachable, so reading an older
-position (a rewind) can never reveal a later batch. A `session/fork` event
-clears everything before it: a fork does not inherit its parent's archive.
+Only references at or before the position are reachable, so a rewind never reveals
+a later batch; a `session/fork` clears everything before it.
 """
 
 from __future__ import annotations
@@ -116,7 +111,7 @@ class HistoryScan:
       (a crash between the checkpoint and the archive write).
 
     `failure` is malformed reference metadata, which a later valid reference
-    replaces (the seed's rule for metadata).
+    replaces.
     """
 
     refs: list[ArchiveRef] = field(default_factory=list)

@@ -1,31 +1,19 @@
 """The per-thread archive: compacted sources in SQLite, searchable through FTS5.
 
-`ArchiveStore` owns one file and one connection; the rest lives beside it:
-schema.py (tables, version steps, errors), batch_writes.py (retention and
-the rows of a new batch), reads.py (listing and reading sources back) and
-query.py (searching the per-batch FTS5 tables).
+`ArchiveStore` owns one file and one connection; beside it are schema.py (tables,
+version steps, errors), batch_writes.py (retention, a new batch's rows), reads.py
+(sources back) and query.py (search). The file holds `batches`, `sources`,
+`term_filters` and one contentless FTS5 table per batch, so a position that cannot
+reach a batch cannot query it. A file bound to another thread reads as
+`ArchiveScopeError` and takes no capture. A batch fails alone: an unreadable one is
+recorded in `damaged` and the others are still searched.
 
-The file holds `batches` (one row per capture), `sources` (one row per
-record), `term_filters` (what each batch certainly lacks: term_filter.py)
-and one contentless FTS5 table per batch, `fts_<batch id>`: searching
-a batch is a query on its own table, so a position that cannot reach a batch
-cannot query it. A file bound to another thread (a copied archive) reads as
-`ArchiveScopeError`, and no capture writes into it.
-
-A batch fails alone: when one batch's FTS table or rows are unreadable, that
-batch is recorded in `damaged` and every other batch is still searched and
-read; the history view reports the damage in its status.
-
-Every capture is one `BEGIN IMMEDIATE` transaction (after any schema steps,
-each its own): competing captures (two threads, two processes) serialize
-their retention decisions. If SQLite still reports the page ceiling
-(SQLITE_FULL) everything rolls back, the previous batches stay, and
-`CaptureError` is raised.
-
-Readers never create the file: a missing archive reads as empty, and a
-read-only store writes nothing, not even `-wal`/`-shm` (see archive_file.py).
-The class is synchronous; callers run it off the event loop
-(`capture_offloaded` does that and drains the write on cancellation).
+Every capture is one `BEGIN IMMEDIATE` transaction, so competing captures serialize
+their retention; at the page ceiling (SQLITE_FULL) it all rolls back and
+`CaptureError` is raised. Readers never create the file, and a read-only store
+writes nothing, not even `-wal`/`-shm` (file.py). Synchronous: callers run it off
+the event loop (`capture_offloaded`). Over 400 lines as one class: capture and every
+read share its one connection, its lock and its record of damage.
 """
 
 from __future__ import annotations
@@ -427,11 +415,6 @@ class ArchiveStore:
 async def capture_offloaded(
     store: ArchiveStore, batch_key: int, records: Iterable[Source]
 ) -> CaptureResult:
-    """Run `store.capture` in a worker thread; a cancellation waits for the write to end.
-
-    The thread cannot be stopped mid-transaction, so cancelling the caller
-    first drains the capture (committed or rolled back) and only then
-    re-raises CancelledError: nothing writes to the archive after the
-    cancellation has returned.
-    """
+    """Run `store.capture` in a worker thread; a cancellation waits for the write to end
+    (committed or rolled back), so nothing writes to the archive after it returns."""
     return await run_drained(store.capture, batch_key, list(records))

@@ -1,20 +1,16 @@
 """Which terms a batch cannot hold: one small bit filter per batch, made at capture.
 
-A search on a full archive would otherwise ask each of up to 32 per-batch
-FTS5 tables about each term (about 10 microseconds a term and table), and a
-query that matches nothing, or a rare word, asks all of them. The filter
-answers "certainly not here" from memory, so FTS5 is asked only about the
-batches that may hold a match; a false "maybe" (a few percent) costs one
-ordinary probe, and the FTS5 query still decides every hit.
+A search would otherwise ask every per-batch FTS5 table about each term, and a
+query that matches nothing, or a rare word, asks all of them. The filter answers
+"certainly not here" from memory, so FTS5 is asked only about the batches that may
+hold a match; a false "maybe" costs one ordinary probe, and FTS5 still decides
+every hit.
 
-The filter holds exactly the tokens FTS5 indexed for the batch, read back
-from the batch's own table (`read_terms`, an fts5vocab scan inside the
-capture's transaction): sound by construction, and the work is SQLite's,
-in C, with the GIL released, where splitting and collecting the words in
-Python cost a capture 60-115 ms of GIL-holding CPU. Only query terms of two
-shapes are ever ruled out (`term_hash`): ASCII words and CJK bigrams, whose
-query text is the token itself; any other term (a lone CJK character
-searched as a prefix, a word with non-ASCII letters) reads "maybe".
+The filter holds exactly the tokens FTS5 indexed for the batch, read back from its
+own table (`read_terms`, an fts5vocab scan inside the capture's transaction):
+sound by construction, and SQLite's work in C with the GIL released, where doing
+it in Python held the GIL. Only ASCII words and CJK bigrams, whose query text is
+the token itself, are ever ruled out (`term_hash`); any other term reads "maybe".
 The hash (CRC-32) is stable, so a filter written by one process serves all.
 """
 
@@ -73,24 +69,19 @@ def max_bytes(index: Sequence[str]) -> int:
     """An upper bound of the filter's size, known before the batch is written (retention).
 
     A token takes at least one character and a separator, so a text holds
-    at most half its length in tokens; the filter is capped at 64 KiB.
+    at most half its length in tokens; the filter's size is capped.
     """
     return _size(sum((len(text) + 1) // 2 for text in index)) // 8
 
 
 def build(terms: Sequence[bytes], bits: int | None = None) -> bytes:
-    """A one-hash bit filter over `terms`, 12 bits a term: about 8 % false "maybe".
+    """A one-hash bit filter over `terms`, 12 bits a term.
 
-    `bits` fixes the size instead (a multiple of 8). Its pages count against
-    the archive's ceiling (about 56 KiB for a batch of 256 records of 10,000
-    characters, 1.5 % of the batch), so it is kept small (at most 64 KiB: a
-    larger batch only reads "maybe" more often): a false "maybe" costs only
-    one probe of ~10 microseconds.
-
-    Each batch's filter has its own size (its term count), so a term that
-    collides with a common word in one batch's filter does not in the next:
-    with one size for all, such a term would read "maybe" in every batch
-    holding that word.
+    `bits` fixes the size instead (a multiple of 8). Its pages count against the
+    archive's ceiling, so it is kept small and capped (a larger batch only reads
+    "maybe" more often, and a false "maybe" costs only one probe). Each batch's
+    filter has its own size (its term count), so a term that collides with a
+    common word in one batch's filter does not in the next.
     """
     return build_hashed(hash_terms(terms), _size(len(terms)) if bits is None else bits)
 

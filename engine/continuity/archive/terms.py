@@ -1,42 +1,27 @@
 """Which words a whole archive cannot hold, known without opening it: `history.terms`.
 
-`trove history search --all` looks at every thread of the user. Opening an
-archive costs about a millisecond before any query runs (SQLite parses the
-schema of its up to 32 per-batch FTS5 tables), so a hundred archives would
-spend the whole budget before one word is looked up. This file, beside the
-archive, answers "certainly not in this archive" with one small read, so
-`--all` opens only the archives that may hold a match.
+`trove history search --all` looks at every thread of the user, and opening an
+archive (SQLite parses the schema of its per-batch FTS5 tables) is too slow to do
+for every thread. This file beside the archive answers "certainly not here" with
+one small read, so `--all` opens only the archives that may hold a match.
 
-It holds a bit filter over every token of the archive's batches (two bits a
-token, from its CRC-32 as in the per-batch filters of term_filter.py; about
-2**19 bits, 0.5 % false "maybe" for a full archive), after it a copy of each
-present batch's own filter (a query of several words asks whether they may
-ever meet in one batch: a source holding them all lies in one), and the
-claims that make it safe to trust:
+It holds a bit filter over every token of the archive's batches (as in
+term_filter.py), a copy of each present batch's own filter (the words of one
+source meet in one batch), and the claims that make it safe to trust:
+`present`, the (batch id, batch key) pairs whose tokens are all in the bits, and
+`floor`, below which every batch id is gone for good (ids are never reused). A
+reader trusts it for a thread only when every archive reference on the thread's
+line is below the floor or present; any other sends that thread down the ordinary
+path. Batches never change, so a claim once made stays true: an old file is only
+less useful, never wrong. It is bound to the archive file (device, inode) and the
+thread's scope, and removed before a new archive file is created.
 
-- `present`: the batches, as (batch id, batch key), whose tokens are all
-  in the bits;
-- `floor`: every batch id below it is gone for good (a committed id is never
-  reused: schema.py), so a reference to one reaches nothing.
-
-A reader trusts the file for a thread only when every archive reference on
-the thread's line is below the floor or names a present (id, key); any other
-reference (a batch an older Trove wrote, a capture whose write of this file
-failed or was lost in a crash) sends that thread down the ordinary path,
-which opens the archive. Batches never change, so each claim stays true once
-made: an old file is only less useful, never wrong. The file is bound to the
-archive file it describes (device, inode) and to the thread's scope, and
-Trove removes it before creating a new archive file (whose ids start again).
-
-The capture that commits a batch computes the new file inside its
-transaction (the old bits ORed with the new batch's tokens; rebuilt from
-every batch's FTS5 vocabulary when the old file does not cover the batches
-already there, or has filled past a third of its bits, mostly with words of
-batches evicted since) and writes it after the commit, atomically (a private
-temporary file renamed into place). A write that fails leaves the old file,
-whose claims still hold; deleting the file is always safe. The two parts
-(filter and claims; the batches' filters) each carry a CRC: a damaged first
-part is no file, a damaged second part only loses the per-batch answer.
+A capture computes the new file inside its transaction (the old bits ORed with the
+new batch's tokens, or rebuilt from every batch's vocabulary when the old file
+does not cover them or has filled up) and writes it atomically after the commit;
+a failed write leaves the old file, and deleting it is always safe. Each of its two
+parts carries a CRC: a damaged first part is no file, a damaged second part only
+loses the per-batch answer.
 """
 
 from __future__ import annotations
@@ -58,7 +43,7 @@ from engine.util.private import open_derived, write_derived
 
 FILE_NAME = "history.terms"
 BITS = 2**19
-"""Filter size, about: 64 KiB, so a full archive (20,000 distinct tokens) reads "maybe" 0.5 %.
+"""Filter size, about: few false "maybe"s for a full archive.
 
 Each archive's is a little smaller, by a number of bytes its scope picks
 (`bits_for`): with one size for all, a word colliding with a common word
@@ -70,8 +55,8 @@ _GROWN = 0.10
 """... once this share of bits has been set since the last rebuild (an archive whose own
 words fill it past `_FULL` would otherwise be rebuilt at every capture, for nothing)."""
 MAX_BYTES = 32 << 20
-"""A larger file is not read (nor written): about 500 batches with full filters of their
-own (64 KiB each: term_filter.py), where the default archive keeps 32."""
+"""A larger file is not read (nor written): far more batches with full filters than the
+default archive keeps."""
 _MAGIC = b"TRVTERMS"
 _VERSION = 3
 # magic, version, device, inode, floor, base, pairs, scope bytes, batch filters' bytes
@@ -82,7 +67,7 @@ _CRC = struct.Struct("<I")
 
 
 def bits_for(scope: str) -> int:
-    """This archive's filter size: `BITS` less up to 4,088 bytes (6 %), as its scope picks."""
+    """This archive's filter size: `BITS` less a few bytes, as many as its scope picks."""
     return BITS - 64 * (zlib.crc32(scope.encode("utf-8")) % 512)
 
 
@@ -141,7 +126,7 @@ def load(archive: Path, scope: str, *, filters: bool = False) -> ArchiveTerms | 
     """The file for this archive and scope; None when absent, unreadable, damaged or not its own.
 
     The filter and claims come first in the file, each batch's own filter
-    after them: `filters=True` reads those too (about 4 KiB a batch), which
+    after them: `filters=True` reads those too (a few KiB a batch), which
     only a query of several words needs, for the few threads that may hold
     them all. Never raises: the file is read through `open_derived` (a link,
     a FIFO, a file past `MAX_BYTES` are no file), and every length it gives is

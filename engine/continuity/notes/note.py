@@ -1,17 +1,12 @@
 """Task notes: a small notebook the model keeps across compactions, stored in the log.
 
-Notes live as `note/set {key, content, source_ids}` and `note/delete {key}`
-events, so they survive compaction, resume and forks (a fork copies the log's
-ordinary state) with no second store. The notebook at a position is a replay
-of those events, normalized at every step exactly as a write is normalized:
-malformed entries are dropped, a key keeps its first position when replaced,
-only the last eight keys are kept, and every note carries
-`authority: "model_report"` and nothing else the writer may have added. So a
-forged or damaged log line can neither grow the notebook nor give a note
-authority.
-
-Direct writes (`note_event`, `write_note`) check the syntax of source ids;
-only the `task_note` tool checks that cited sources are available.
+Notes are `note/set` and `note/delete` events, so they survive compaction, resume
+and forks with no second store. The notebook at a position is a replay of those
+events, normalized at every step as a write is: malformed entries dropped, a
+replaced key keeps its place, only the last few keys kept, and every note carries
+`authority: "model_report"` and nothing else, so a forged or damaged line can
+neither grow the notebook nor give a note authority. Direct writes check the syntax
+of source ids; only the `task_note` tool checks that they are available.
 """
 
 from __future__ import annotations
@@ -22,6 +17,7 @@ from typing import Any, ClassVar
 
 from engine.continuity.archive.extract import is_source_id
 from engine.continuity.archive.records import AUTHORITY
+from engine.errors import TroveError
 from engine.events import LogEvent, NoteDelete, NoteSet
 
 MAX_NOTES = 8
@@ -49,7 +45,7 @@ class Note:
         }
 
 
-class NoteError(ValueError):
+class NoteError(TroveError, ValueError):
     """A note write that breaks the rules; `code` is the tool error code."""
 
     def __init__(self, code: str, message: str) -> None:

@@ -1,14 +1,10 @@
 """The offline model's server in a child process, so starting it never stalls the app.
 
-``xllamacpp.Server(...)`` holds the GIL for the whole start (measured 1.0-1.2 s on
-the 2-core target, bench in the NET lane's report): in a worker thread of the app
-it still freezes the UI loop, keystrokes included. Run here, in a process of its
-own, the start costs the app nothing but a wait on a pipe.
-
-The child is the same :class:`~engine.local.LocalServer` (one way to build the
-server's parameters): it reads its settings as one JSON line on stdin, answers
-one JSON line on stdout (``{"url": …}`` or ``{"error": …}``), and serves until
-stdin closes, which is also what happens when the app dies.
+``xllamacpp.Server(...)`` holds the GIL for its whole start, so even in a worker
+thread it would freeze the UI loop; in a process of its own the start costs the app
+only a wait on a pipe. The child is the same :class:`LocalServer`: it reads its
+settings as one JSON line on stdin, answers one JSON line on stdout (``{"url": …}``
+or ``{"error": …}``), and serves until stdin closes, as it does when the app dies.
 """
 
 from __future__ import annotations
@@ -128,9 +124,9 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
 
 
 def _give_back_freed_memory() -> None:
-    """Loading the model frees scratch memory that glibc keeps mapped in its heaps (~3 MiB
-    with the bundled model): counted as this process's private memory for as long as
-    it serves, unless handed back to the OS. Elsewhere than Linux a no-op."""
+    """Loading the model frees scratch memory that glibc keeps mapped in its heaps, counted
+    as this process's memory for as long as it serves unless handed back to the OS.
+    Elsewhere than Linux a no-op."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes

