@@ -28,6 +28,7 @@ from tui.inspector import data
 from tui.inspector.highlight import highlighted, terms_pattern
 from tui.inspector.status_words import TRUNCATED, history_line
 from tui.inspector.tab import InspectorTab, Stale
+from tui.messages import OpenThread
 
 EMPTY = (
     "Nothing open yet. Choose a source in Batches or Search (Enter), or a cited source "
@@ -222,11 +223,9 @@ class ReaderTab(InspectorTab):
             self.notify(copy_text(self.app, text, f"this page ({len(text):,} characters)"))
 
     def action_open_thread(self) -> None:
-        """Switch the app to the thread this source is from (its queue stays in its log)."""
+        """Switch to the thread this source is from (its queue stays in its log)."""
         if self.thread is not None:
-            open_thread = getattr(self.app, "open_thread", None)
-            if open_thread is not None:
-                open_thread(self.thread)
+            self.post_message(OpenThread(self.thread))
 
     @on(Button.Pressed, "#reader-previous")
     def _previous(self, event: Button.Pressed) -> None:

@@ -1,18 +1,25 @@
-"""Esc Esc and /rewind: pick an earlier prompt of this thread to go back to (newest first)."""
+"""Esc Esc and /rewind: pick an earlier prompt of this thread to go back to (newest first).
+
+The engine rewinds (engine.runtime.rewind); the transcript follows its
+`session/rewind` event, and the prompt's text is put back in the input to edit.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
-from engine.runtime.rewind import RewindPoint
+from engine.runtime import Runtime
+from engine.runtime.rewind import RewindPoint, RewindRefused, points, refusal, rewind
 from engine.util.safe_text import safe_text
 
 
@@ -80,3 +87,29 @@ class RewindScreen(ModalScreen[RewindPoint | None]):
 
     def action_dismiss_none(self) -> None:
         self.dismiss(None)
+
+
+async def pick_and_rewind(screen: Screen[Any], current: Callable[[], Runtime | None]) -> str | None:
+    """Open the picker over the `current` thread (the caller's worker waits for the choice),
+    then go back there; the chosen prompt's text, or None when nothing was rewound."""
+    runtime = current()
+    if runtime is None:
+        return None
+    log, driver = runtime.thread.log, runtime.driver
+    why = refusal(driver, log)
+    if why is not None:
+        screen.notify(why, severity="warning")
+        return None
+    listed = points(log)
+    if not listed:
+        screen.notify("Nothing to rewind to yet: this thread has no prompts.")
+        return None
+    chosen = await screen.app.push_screen_wait(RewindScreen(listed))
+    if chosen is None or current() is not runtime:
+        return None
+    try:
+        rewind(driver, log, chosen)
+    except RewindRefused as exc:  # something started while the picker was open
+        screen.notify(str(exc), severity="warning")
+        return None
+    return chosen.text

@@ -1,8 +1,11 @@
-"""/threads: pick a thread to switch to (newest first)."""
+"""/threads and Ctrl+T: pick a thread to switch to (newest first)."""
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
+import asyncio
+from typing import Any
+
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
@@ -10,7 +13,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
-from engine.workspace.listing import ThreadInfo
+from engine.runtime import Runtime
+from engine.workspace.listing import ThreadInfo, list_threads
 
 
 class ThreadsScreen(ModalScreen[str | None]):
@@ -54,3 +58,11 @@ class ThreadsScreen(ModalScreen[str | None]):
 
     def action_dismiss_none(self) -> None:
         self.dismiss(None)
+
+
+async def choose_thread(app: App[Any], runtime: Runtime) -> str | None:
+    """The picker over the user's threads, `runtime`'s marked (the caller's worker waits
+    for the choice); the thread chosen, or None."""
+    thread = runtime.thread
+    threads = await asyncio.to_thread(list_threads, thread.home, thread.user_id)
+    return await app.push_screen_wait(ThreadsScreen(threads, thread.id))
