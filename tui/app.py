@@ -2,9 +2,9 @@
 
 The chat screen (tui.screens.chat) does the work: it shows a thread, runs
 commands and switches threads. The app makes it from the config, opens the
-first thread as it mounts, owns Ctrl+C and Ctrl+Q (they work over any screen),
-and quits: what the chat screen could not keep is printed once the terminal is
-restored (tui.startup.run).
+first thread as it mounts, holds the key table, and quits: what the chat
+screen could not keep is printed once the terminal is restored
+(tui.startup.run).
 """
 
 from __future__ import annotations
@@ -19,14 +19,13 @@ from textual import events
 from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.timer import Timer
 
 from engine.config import Config
 from engine.model import ModelClient
 from engine.model.backend import Backend
 from engine.runtime import Runtime
+from engine.threads.thread import resume_hint
 from tui import code_lexers, drawn_lines
-from tui.clipboard import copy_text
 from tui.screens.chat import ChatScreen
 from tui.screens.chat_settings import ChatSettings
 from tui.screens.thread_controller import ThreadController
@@ -34,9 +33,6 @@ from tui.typed import TypingApp
 
 if TYPE_CHECKING:
     from tui.startup.opening import Opening
-
-QUIT_WINDOW = 3.0
-"""Seconds a first Ctrl+C on an empty prompt waits for the second that quits."""
 
 
 class TroveApp(TypingApp[int]):
@@ -56,9 +52,10 @@ class TroveApp(TypingApp[int]):
         ),
         # Esc when there is nothing to cancel (its help is the line above).
         Binding("escape", "chat('escape_idle')", show=False),
+        # Priority: over any screen, and before a text box takes Ctrl+C as copy.
         Binding(
             "ctrl+c",
-            "interrupt",
+            "chat('interrupt')",
             "Interrupt",
             show=False,
             priority=True,
@@ -114,9 +111,6 @@ class TroveApp(TypingApp[int]):
         """A prompt the app could not keep in the log at quit: printed after the terminal."""
         self.resume_hint: str | None = None
         """`resume with: trove --thread ID` once the app quits in a thread with history."""
-        self._quit_armed = False
-        """A Ctrl+C on an empty prompt was the last key: the next one quits."""
-        self._disarm_timer: Timer | None = None
 
     def get_default_screen(self) -> Screen[Any]:
         return self.chat
@@ -135,7 +129,7 @@ class TroveApp(TypingApp[int]):
         chat.threads = ThreadController(
             self.config,
             self.home,
-            front_end=chat,
+            front_end=chat.front_end,
             attach=chat.attach_runtime,
             detach=chat.detach_runtime,
             model=self.model_override,
@@ -172,46 +166,12 @@ class TroveApp(TypingApp[int]):
                 "error",
             )
 
-    # -- keys that work anywhere ----------------------------------------------------------
+    # -- keys ------------------------------------------------------------------------------
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key):
-            if event.key != "ctrl+c":
-                self._quit_armed = False  # the second Ctrl+C must come next to quit
             self.chat.key_seen(event.key)
         await super().on_event(event)
-
-    def action_interrupt(self) -> None:
-        """Ctrl+C as terminal chat apps have it: stop what runs, else clear, else quit."""
-        armed, self._quit_armed = self._quit_armed, False
-        if self.chat.cancel_running():
-            return
-        # Text selected in a text box, or with the mouse on screen: Ctrl+C copies it.
-        selected = self._selected_text()
-        if selected:
-            copy_text(self, selected)
-            self.notify("Copied the selected text.")
-            return
-        if self.chat.clear_draft():
-            return
-        if armed:
-            self.call_later(self.action_quit)
-            return
-        self._quit_armed = True
-        self.notify("Press Ctrl+C again to quit.", timeout=QUIT_WINDOW)
-        if self._disarm_timer is not None:
-            self._disarm_timer.stop()
-        self._disarm_timer = self.set_timer(QUIT_WINDOW, self._disarm)
-
-    def _selected_text(self) -> str:
-        from textual.widgets import Input, TextArea
-
-        focused = self.focused
-        in_box = focused.selected_text if isinstance(focused, Input | TextArea) else ""
-        return in_box or self.screen.get_selected_text() or ""
-
-    def _disarm(self) -> None:
-        self._quit_armed = False
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "chat":
@@ -245,6 +205,9 @@ class TroveApp(TypingApp[int]):
         await self.chat.close()
 
     def _note_resume(self) -> None:
-        hint = self.chat.way_back()
-        if hint is not None:
-            self.resume_hint = hint
+        """The way back, printed once the terminal is restored: only for a thread with
+        history (one that never got a message is not on disk)."""
+        runtime = self.runtime
+        if runtime is not None and runtime.thread.has_history:
+            thread = runtime.thread
+            self.resume_hint = resume_hint(thread.id, home=thread.home, user_id=thread.user_id)

@@ -1,7 +1,8 @@
 """Slash commands from the prompt and the palette: each runs in a worker, its result a notice.
 
 Every command goes through the engine's registry of the open thread. Esc or
-Ctrl+C cancels the newest one still running (a /compact). A command that
+Ctrl+C cancels the newest one still running (a /compact), else the running
+turn. A command that
 switches threads (/new, /fork) has its result shown once the switch is over,
 in the thread the user then looks at, not in the one just cleared.
 """
@@ -9,7 +10,7 @@ in the thread the user then looks at, not in the one just cleared.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from textual.screen import Screen
@@ -38,8 +39,13 @@ class CommandRunner:
         """Results of commands that ended while a switch was pending."""
 
     @property
-    def running(self) -> bool:
-        return any(w.is_running for w in self._workers)
+    def busy(self) -> bool:
+        """A command or a turn runs (Esc cancels it)."""
+        runtime = self._runtime()
+        if runtime is None:
+            return False
+        running = any(w.is_running for w in self._workers)
+        return running or runtime.driver.running_turn is not None
 
     def run(self, text: str) -> None:
         worker = self._screen.run_worker(self._run(text), group="commands", exit_on_error=False)
@@ -66,20 +72,25 @@ class CommandRunner:
             else:
                 self._notice(*note)
 
-    def cancel_newest(self) -> bool:
-        """Cancel the newest command still running (False: none runs)."""
+    def cancel(self) -> bool:
+        """Cancel the newest command still running, else the running turn (False: none)."""
         running = [w for w in self._workers if w.is_running]
         if running:
             running[-1].cancel()
             return True
-        return False
+        runtime = self._runtime()
+        return runtime is not None and runtime.driver.cancel()
 
-    def switch_asked(self) -> None:
-        """A command asked for a thread switch, to happen once it has returned."""
+    def switch(self, switching: Callable[[], Awaitable[None]]) -> None:
+        """A command asked for a thread switch: it happens once the command has returned;
+        once none is pending, what commands said meanwhile shows, in the thread then shown."""
         self._switches += 1
+        self._screen.call_later(self._switch, switching)
 
-    def switch_over(self) -> None:
-        """That switch is over: once none is pending, what commands said meanwhile shows."""
-        self._switches -= 1
+    async def _switch(self, switching: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await switching()
+        finally:
+            self._switches -= 1
         while self._held and not self._switches:
             self._notice(*self._held.pop(0))

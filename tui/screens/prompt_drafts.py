@@ -32,6 +32,12 @@ class PromptDrafts:
         """What the prompt holds, typed and not sent."""
         return self._prompt.text
 
+    def prefill(self, text: str) -> None:
+        """Put a prompt's text in the input, ready to edit and send."""
+        prompt = self._prompt
+        prompt.set_value(text)
+        prompt.focus()
+
     def restore(self, runtime: Runtime) -> None:
         """The prompt left unsent when this thread was last closed comes back. Not into a
         view of a thread another process writes: that one has it."""

@@ -1,8 +1,10 @@
 """The open thread as the chat screen draws it: transcript, status strip and title bar.
 
 The screen hands down what the engine says (through tui.bridge); this draws
-it: the thread's log as it opens, the running turn or compaction and the
-queue in the status strip, how full the context window is in the title bar.
+it: the thread's log as it opens and as it grows, the reply as it streams,
+the running turn or compaction and the queue in the status strip, how full
+the context window is in the title bar. The prompt's drafts and the archive
+inspector follow the log too.
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from textual.screen import Screen
 
+from engine import events as ev
 from engine.port import EngineState
 from engine.runtime import Runtime
 from tui.screens.chat_settings import ChatSettings
+from tui.screens.inspector_pane import InspectorPane
+from tui.screens.prompt_drafts import PromptDrafts
 from tui.widgets.prompt_input import PromptInput
 from tui.widgets.status_strip import QueueList, StatusStrip
 from tui.widgets.title_bar import TitleBar
@@ -22,15 +27,24 @@ from tui.widgets.transcript import Transcript
 from tui.widgets.welcome import TinyModelNote, Welcome, is_empty, tiny_offline
 
 if TYPE_CHECKING:
-    from tui.drawn_lines import Kept
+    from pathlib import Path
+
+    from tui.drawn_lines import DrawnReply, Kept
 
 
 class ThreadView:
     def __init__(
-        self, screen: Screen[Any], settings: ChatSettings, changed: Callable[[], None]
+        self,
+        screen: Screen[Any],
+        settings: ChatSettings,
+        drafts: PromptDrafts,
+        inspector: InspectorPane,
+        changed: Callable[[], None],
     ) -> None:
         self._screen = screen
         self._settings = settings
+        self._drafts = drafts
+        self._inspector = inspector
         self._changed = changed
         """Called with every new state (the keys on offer may change)."""
         self.waiting = ""
@@ -40,7 +54,8 @@ class ThreadView:
 
     def show(self, runtime: Runtime, kept: Kept | None = None) -> None:
         """The thread's log so far (replies in `kept` drawn from the lines its last session
-        kept: tui.drawn_lines), with what the user should know first."""
+        kept: tui.drawn_lines), with what the user should know first; its unsent prompt
+        back in the input; its state."""
         settings = self._settings
         title = self._screen.query_one(TitleBar)
         title.thread = runtime.thread.id
@@ -65,9 +80,50 @@ class ThreadView:
                 "/new starts a thread you can write in.",
                 "warning",
             )
+        self._drafts.restore(runtime)
+        self.context(runtime)
+        self.state(runtime.state())
+        self._inspector.bind(runtime)
 
-    def rewound(self, runtime: Runtime) -> None:
-        """After a rewind: the transcript shows the thread's new line."""
+    def event(self, runtime: Runtime, event: ev.LogEvent) -> None:
+        """An event the log just took."""
+        if isinstance(event, ev.SessionRewind):
+            self._rewound(runtime)
+            return
+        self._screen.query_one(Transcript).show_event(event)
+        if isinstance(event, ev.AssistantMessage | ev.UserMessage | ev.ToolResult | ev.CompactEnd):
+            self.context(runtime)
+        if isinstance(event, ev.TurnEnd) and event.withdrawn:
+            self._drafts.restore_withdrawn(runtime, event)
+        if isinstance(event, ev.CompactEnd | ev.NoteSet | ev.NoteDelete):
+            self._inspector.refresh_data()
+
+    def streamed(self, runtime: Runtime, text: str) -> None:
+        """Reply text that arrived since the last (text flowing ends any wait)."""
+        if self.waiting:
+            self.waiting = ""
+            self.state(runtime.state(), restart=False)
+        self._screen.query_one(Transcript).delta(text)
+
+    def waiting_on(self, runtime: Runtime, text: str) -> None:
+        """What the running request waits on now (a retry, the offline model's start)."""
+        self.waiting = text
+        self.state(runtime.state(), restart=False)
+
+    def last_reply(self) -> str | None:
+        """The newest reply on screen, streamed or replayed."""
+        replies = self._screen.query("AssistantMessage, PastReply")
+        return replies.last().text if replies else None  # type: ignore[attr-defined]
+
+    def drawn(self, runtime: Runtime) -> tuple[Path, list[DrawnReply]] | None:
+        """The newest replies' lines as drawn, for the next open's first screen
+        (tui.drawn_lines); not for a read-only view, whose thread another Trove writes."""
+        if runtime.thread.read_only or not runtime.thread.log.exists:
+            return None
+        return runtime.thread.dir, self._screen.query_one(Transcript).to_keep()
+
+    def _rewound(self, runtime: Runtime) -> None:
+        """After a rewind: the transcript and the inspector show the thread's new line."""
         transcript = self._screen.query_one(Transcript)
         transcript.remove_children()
         transcript.load(runtime.thread.log.events)
@@ -77,6 +133,7 @@ class ThreadView:
             "",
         )
         self.context(runtime)
+        self._inspector.refresh_data()
 
     def context(self, runtime: Runtime) -> None:
         # The window pressure compaction measures against (for the offline model, the
