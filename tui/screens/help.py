@@ -118,25 +118,7 @@ def help_bindings(app: type[App[Any]], screen: type[Screen[Any]]) -> list[Sectio
 
 
 class HelpScreen(ModalScreen[None]):
-    # A row per command or key, its description wrapping in its own column at any width.
-    DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll {
-        width: 90%;
-        max-width: 110;
-        height: 90%;
-        border: round $primary;
-        background: $surface;
-        padding: 0 1;
-    }
-    HelpScreen .help-heading { color: $accent; text-style: bold; margin-top: 1; }
-    HelpScreen .help-heading.-first { margin-top: 0; }
-    HelpScreen .help-row { height: auto; }
-    HelpScreen .help-key { width: 24; padding-left: 2; text-style: bold; }
-    HelpScreen .help-key.-command { width: 18; color: $text-primary; }
-    HelpScreen .help-what { width: 1fr; }
-    HelpScreen .help-end { color: $text-muted; margin-top: 1; }
-    """
+    CSS_PATH = ["dialog.tcss", "help.tcss"]
     BINDINGS = [Binding("escape,q,f1", "dismiss", "Close")]
 
     def __init__(

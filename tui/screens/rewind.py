@@ -47,25 +47,7 @@ def _line(point: RewindPoint) -> Content:
 
 
 class RewindScreen(ModalScreen[RewindPoint | None]):
-    DEFAULT_CSS = """
-    RewindScreen { align: center middle; }
-    RewindScreen > Vertical {
-        width: 90%;
-        max-width: 110;
-        height: auto;
-        max-height: 80%;
-        border: round $primary;
-        background: $surface;
-    }
-    RewindScreen Label { width: 1fr; padding: 0 1; }
-    RewindScreen #rewind-hint { color: $text-muted; }
-    RewindScreen OptionList, RewindScreen OptionList:focus {
-        height: auto;
-        max-height: 20;
-        border: none;
-        padding: 0 1;
-    }
-    """
+    CSS_PATH = ["dialog.tcss", "rewind.tcss"]
     BINDINGS = [Binding("escape", "dismiss_none", "Close")]
 
     def __init__(self, points: list[RewindPoint]) -> None:

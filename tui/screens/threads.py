@@ -18,17 +18,7 @@ from engine.workspace.listing import ThreadInfo, list_threads
 
 
 class ThreadsScreen(ModalScreen[str | None]):
-    DEFAULT_CSS = """
-    ThreadsScreen { align: center middle; }
-    ThreadsScreen > Vertical {
-        width: 90%;
-        max-width: 100;
-        height: 70%;
-        border: round $primary;
-        background: $surface;
-    }
-    ThreadsScreen OptionList { height: 1fr; border: none; }
-    """
+    CSS_PATH = ["dialog.tcss", "threads.tcss"]
     BINDINGS = [Binding("escape", "dismiss_none", "Close")]
 
     def __init__(self, threads: list[ThreadInfo], current: str) -> None:

@@ -87,6 +87,13 @@ class Transcript(VerticalScroll):
         scrollbar-size-vertical: 1;
         scrollbar-gutter: stable;
     }
+    /* Each message a line below the one before it, its text a cell in from its edges. */
+    Transcript > UserMessage, Transcript > PastReply, Transcript > Notice,
+    Transcript > CheckpointBlock, Transcript > FirstRunPanel {
+        margin: 1 0 0 0;
+        padding: 0 1;
+    }
+    Transcript > FirstRunPanel { margin: 1 0; }
     """
 
     def __init__(self, id: str | None = None) -> None:
