@@ -149,9 +149,7 @@ class ArchiveInspector(Vertical):
         message.stop()
         self.query_one(TabbedContent).active = "reader"
         reader = self.query_one(ReaderTab)
-        reader.open(
-            message.source_id, message.offset, highlight=message.highlight, thread=message.thread
-        )
+        reader.open(message)
         reader.focus_default()
 
     @on(TabbedContent.TabActivated, "#inspector-tabs")

@@ -47,8 +47,8 @@ and keystrokes get the rest.
 """
 TYPING_FRAME = 0.1
 """Seconds a frame may be held back while keys arrive: a reply being streamed while the
-user types draws about this often, so a key's echo mostly finds the loop free (at 2,000
-tok/s the keystroke p95 fell from ~36-46 ms to ~21-28 ms in paired bench runs)."""
+user types draws about this often, so a key's echo mostly finds the loop free (bench/tui.py
+measures the keystroke latency this buys)."""
 FRAME_WAIT = 1.0
 """Seconds the end waits, at most, for the frame showing the whole streamed text."""
 FREEZE_CHARS = 500
