@@ -47,7 +47,7 @@ class ThreadView:
         self._inspector = inspector
         self._changed = changed
         """Called with every new state (the keys on offer may change)."""
-        self.waiting = ""
+        self._waiting = ""
         """What the running request waits on ("retrying (2/3)…", "starting the offline
         model…"); cleared when it is over or text flows."""
         self._queued = False
@@ -100,14 +100,14 @@ class ThreadView:
 
     def streamed(self, runtime: Runtime, text: str) -> None:
         """Reply text that arrived since the last (text flowing ends any wait)."""
-        if self.waiting:
-            self.waiting = ""
+        if self._waiting:
+            self._waiting = ""
             self.state(runtime.state(), restart=False)
         self._screen.query_one(Transcript).delta(text)
 
     def waiting_on(self, runtime: Runtime, text: str) -> None:
         """What the running request waits on now (a retry, the offline model's start)."""
-        self.waiting = text
+        self._waiting = text
         self.state(runtime.state(), restart=False)
 
     def last_reply(self) -> str | None:
@@ -145,7 +145,7 @@ class ThreadView:
         """`restart=False` keeps the activity's timer: the same work, told differently."""
         screen = self._screen
         strip = screen.query_one(StatusStrip)
-        retry = f" — {self.waiting}" if self.waiting else ""  # a retry, a model start
+        retry = f" — {self._waiting}" if self._waiting else ""  # a retry, a model start
         if state.compacting:
             strip.set_activity(
                 f"compacting{retry} — Esc cancels; you can keep typing", timed=True, restart=restart
@@ -157,7 +157,7 @@ class ThreadView:
                 restart=restart,
             )
         else:
-            self.waiting = ""
+            self._waiting = ""
             strip.set_activity("")
         queued = bool(state.queue)
         strip.set_queue([(item.id, item.text, item.placement, item.held) for item in state.queue])
