@@ -2,7 +2,8 @@
 
 They live in the same registry as every other command (so /help, slash
 completion and the command palette read one list); their handlers reach
-the app through the narrow Shell hook below, not through the app itself.
+the chat screen through the narrow Shell hook below (tui.screens.front_end),
+not through the screen itself.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from engine.runtime.commands import Command, CommandError
 
 
 class Shell(Protocol):
-    """What these commands need from the app."""
+    """What these commands need from the chat screen."""
 
     def show_help(self) -> None: ...
 

@@ -1,13 +1,13 @@
 """Pygments lexers for replayed replies, built off the UI loop: until then code is drawn plain.
 
-Pygments builds a lexer's class the first time one is made: for Python that is
-about 45 ms of regex compiling, paid by whichever frame first draws a
-```python block. On a resumed thread that frame is the first one, so the
-user waited for colours before they could type. While the app defers
-(`defer()`, from its start until `finish()`), a block whose lexer is not
-built yet is drawn as plain text in the same box (the same lines, so the
-layout does not move) and its lexer name is noted; the app builds the noted
-lexers in a worker thread after its first frames (`build_wanted`), then
+Pygments builds a lexer's class the first time one is made, compiling its
+regexes, paid by whichever frame first draws a ```python block. On a resumed
+thread that frame is the first one, so the user waited for colours before
+they could type. While the app defers (`defer()`, from its start until
+`finish()`), a block whose lexer is not built yet is drawn as plain text in
+the same box (the same lines, so the layout does not move) and its lexer name
+is noted; the chat screen builds the noted lexers in a worker thread after
+its first frames (`build_wanted`, tui.screens.warm_up), then
 `finish()` bumps `generation` and the replies that drew a plain block draw
 again, highlighted. After that every block is highlighted as it is drawn,
 as Rich does.

@@ -1,4 +1,4 @@
-"""App-wide messages: widgets post these up; the app decides what happens."""
+"""Messages widgets post up to the chat screen, which decides what happens."""
 
 from __future__ import annotations
 
@@ -12,14 +12,6 @@ class PromptSubmitted(Message):
         super().__init__()
         self.text = text
         self.steer = steer
-
-
-class CommandEntered(Message):
-    """A /command was sent from the prompt: the app runs it (in a worker)."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
 
 
 class QueueItemEdit(Message):
@@ -42,3 +34,15 @@ class OpenBatch(Message):
     def __init__(self, batch: int | None) -> None:
         super().__init__()
         self.batch = batch
+
+
+class OpenThread(Message):
+    """Switch to this thread of the user (the reader's source is from it)."""
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__()
+        self.thread_id = thread_id
+
+
+class CloseInspector(Message):
+    """Esc in the archive inspector: hide it."""

@@ -1,4 +1,7 @@
-"""Characters typed where nothing takes text: they belong to a text box, never to nobody.
+"""What the user types: when the last key came, and characters typed where nothing takes text.
+
+A streaming reply draws less often while keys arrive, so it reads when the
+last one came from the app (`TypingApp.typed_at`).
 
 A printable key pressed on the transcript, the queue or an inspector list
 would otherwise be dropped (those widgets ignore letters), and what the user
@@ -9,10 +12,26 @@ in the reader) keep their meaning.
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from typing import Any, TypeVar
 
 from textual import events
+from textual.app import App
 from textual.screen import Screen
+
+ReturnType = TypeVar("ReturnType")
+
+
+class TypingApp(App[ReturnType]):
+    """An app that notes when each key arrives, before anything handles it."""
+
+    typed_at = 0.0
+    """When the last key arrived (monotonic)."""
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            self.typed_at = time.monotonic()
+        await super().on_event(event)
 
 
 def stray_character(screen: Screen[Any], event: events.Key) -> str | None:

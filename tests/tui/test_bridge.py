@@ -56,7 +56,7 @@ async def test_the_transcript_holds_its_own_events(app_factory: Any, server: Any
         log_events = app.runtime.thread.log.events
         assert transcript.events == log_events and transcript.events is not log_events
         first = app.runtime.thread.id
-        await app.switch_thread(None)
+        await app.chat.switch_thread(None)
         await settle(pilot)
         assert app.runtime.thread.id != first
         assert not app.query(UserMessage) and not app.query(PastReply)

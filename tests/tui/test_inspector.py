@@ -433,7 +433,7 @@ async def test_a_new_thread_clears_what_the_inspector_showed(app_factory, server
         await open_inspector(pilot)
         await search_code(pilot)
         assert app.query_one(SearchTab).results
-        await app.switch_thread(None)
+        await app.chat.switch_thread(None)
         await settle(pilot)
         await idle(pilot)
         assert app.query_one(SearchTab).results == []

@@ -40,7 +40,7 @@ async def test_the_footer_keeps_its_keys_when_the_shown_bindings_are_equal(app_f
         await server.wait_requests(1)
         # "Esc Cancel" appears: a change, so the keys are rebuilt (changes before the
         # next frame come to one rebuild).
-        await until(pilot, lambda: "cancel" in [k.action for k in _keys(app)])
+        await until(pilot, lambda: "chat('cancel')" in [k.action for k in _keys(app)])
         assert footer.rebuilds > rebuilds
         rebuilds, running = footer.rebuilds, _keys(app)
         app.screen.refresh_bindings()
@@ -49,7 +49,7 @@ async def test_the_footer_keeps_its_keys_when_the_shown_bindings_are_equal(app_f
         assert all(a is b for a, b in zip(_keys(app), running, strict=True))
         server.release()
         await settle(pilot)
-        await until(pilot, lambda: "cancel" not in [k.action for k in _keys(app)])
+        await until(pilot, lambda: "chat('cancel')" not in [k.action for k in _keys(app)])
         assert footer.rebuilds > rebuilds
 
 

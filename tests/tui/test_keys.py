@@ -285,7 +285,7 @@ async def test_help_lists_every_binding_and_command(app_factory, server):
         text = app.screen.text
         for command in app.runtime.commands:
             assert f"/{command.name}" in text and command.summary in text
-        rows = help_bindings(type(app))
+        rows = help_bindings(type(app), type(app.chat))
         assert rows
         for section, entries in rows:
             assert section in text

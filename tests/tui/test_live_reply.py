@@ -47,7 +47,7 @@ async def test_a_finished_reply_is_one_widget_drawn_like_a_resumed_one(app_facto
         (logged,) = of_kind(app.runtime.thread.log.events, ev.AssistantMessage)
         assert not reply.children  # no widget per block, no streaming parts left
         assert reply.text == safe_text(logged.content or "") and "\x1b" not in reply.text
-        assert app.screen.last_reply() == reply.text  # what /copy copies
+        assert app.chat.front_end.last_reply() == reply.text  # what /copy copies
         live = drawn(reply)
         assert any("code stays as it is" in line for line in live)
 

@@ -126,15 +126,15 @@ async def test_escape_cancels_the_running_reply(app_factory, server):
         await pilot.press("enter")
         await server.wait_requests(1)
         await until(pilot, lambda: bool(app.runtime.driver.partial_reply))
-        assert app.check_action("cancel", ()) is True
-        await until(pilot, lambda: "cancel" in _footer_actions(app))  # "Esc Cancel" offered
+        assert app.chat.check_action("cancel", ()) is True
+        await until(pilot, lambda: "chat('cancel')" in _footer_actions(app))  # "Esc Cancel" offered
         await pilot.press("escape")
         await settle(pilot)
         server.release()
         end = of_kind(app.runtime.thread.log.events, ev.TurnEnd)[-1]
         assert end.status == "cancelled"
-        assert app.check_action("cancel", ()) is False
-        await until(pilot, lambda: "cancel" not in _footer_actions(app))  # hidden again
+        assert app.chat.check_action("cancel", ()) is False
+        await until(pilot, lambda: "chat('cancel')" not in _footer_actions(app))  # hidden again
         notices = [n.text for n in app.query(Notice)]
         assert any("cancelled" in text for text in notices)
 
@@ -173,7 +173,7 @@ async def test_switching_threads(app_factory, server, tmp_path):
         assert second != first
         assert app.query_one(TitleBar).thread == second
         await say(pilot, "in the second thread")
-        await app.switch_thread(first)
+        await app.chat.switch_thread(first)
         await settle(pilot)
         assert app.runtime.thread.id == first
         texts = [e.text for e in of_kind(app.runtime.thread.log.events, ev.UserMessage)]

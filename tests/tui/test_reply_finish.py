@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import asyncio
 
-from textual.app import App
 from textual.geometry import Region
 
+from tui.typed import TypingApp
 from tui.widgets.assistant_message import FREEZE_CHARS, AssistantMessage
 
 TEXT = "A reply that has to wrap on a narrow terminal, word by word."
@@ -28,7 +28,7 @@ def shown(message: AssistantMessage) -> str:
 
 
 async def test_the_whole_reply_is_shown_however_the_end_interleaves_with_the_stream():
-    app: App[None] = App()
+    app: TypingApp[None] = TypingApp()
     wrong = []
     async with app.run_test() as pilot:
         for between in range(4):
@@ -52,7 +52,7 @@ async def test_the_whole_reply_is_shown_however_the_end_interleaves_with_the_str
 
 async def test_a_reply_drawn_by_frames_ends_whole_as_one_widget():
     """Frames draw the stream in parts as it goes; the finished reply is one widget."""
-    app: App[None] = App()
+    app: TypingApp[None] = TypingApp()
     async with app.run_test() as pilot:
         message = AssistantMessage()
         await app.mount(message)
@@ -74,7 +74,7 @@ async def test_finished_blocks_are_frozen_and_only_the_open_tail_is_drawn_again(
     child, and ends as one widget."""
     paragraphs = [f"paragraph {i} " + "word " * 40 for i in range(60)]
     text = "\n\n".join(p.strip() for p in paragraphs)
-    app: App[None] = App()
+    app: TypingApp[None] = TypingApp()
     async with app.run_test() as pilot:
         message = AssistantMessage()
         await app.mount(message)
@@ -104,10 +104,7 @@ async def test_a_frame_waits_while_keys_arrive_but_never_for_long():
     `typed_at`), but one held for `TYPING_FRAME` already is drawn whatever the keys do."""
     import time
 
-    class Typing(App[None]):
-        typed_at = 0.0
-
-    app = Typing()
+    app: TypingApp[None] = TypingApp()
     async with app.run_test() as pilot:
         message = AssistantMessage()
         await app.mount(message)

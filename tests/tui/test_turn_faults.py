@@ -67,7 +67,7 @@ async def test_a_reopened_thread_shows_the_partial_reply_marked(app_factory, ser
         first = app.runtime.thread.id
         await say(pilot, "/new")
         await settle(pilot)
-        await app.switch_thread(first)
+        await app.chat.switch_thread(first)
         await settle(pilot)
         (past,) = [p for p in app.query(PastReply) if p.text == "partial "]
         assert past.has_class("-interrupted")

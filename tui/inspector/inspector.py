@@ -1,20 +1,22 @@
 """The archive inspector: batches, search, reader and notes of the open thread.
 
-A side pane (the whole screen on narrow terminals: the app sets
+A side pane (the whole screen on narrow terminals: the chat screen sets
 `-inspector-full`) that shows what compaction took out of the context and
 what the model can still recover: the same `HistoryView` the model's
 history tools use, so the user and the model see one truth.
 
-The app calls down into it with exactly four methods: `bind_runtime` when a
-thread opens, `refresh_data` when the archive may have changed, `open_batch`
-for a checkpoint's Enter, and `focus_default` when it is shown. The tabs post
-`OpenSource` up when the user picks a source anywhere; the inspector shows
-it in the Reader. Every read of the archive runs in a worker thread.
+The chat screen calls down into it with exactly four methods: `bind_runtime`
+when a thread opens, `refresh_data` when the archive may have changed,
+`open_batch` for a checkpoint's Enter, and `focus_default` when it is shown.
+The tabs post `OpenSource` up when the user picks a source anywhere; the
+inspector shows it in the Reader. Esc posts `CloseInspector` up, except while
+something runs (`busy`): Esc then cancels that. Every read of the archive runs
+in a worker thread.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 from textual import events, on
 from textual.app import ComposeResult
@@ -24,6 +26,7 @@ from textual.content import Content
 from textual.widgets import Static, TabbedContent, TabPane
 
 from engine.continuity import ContinuityContext
+from engine.runtime import Runtime
 from engine.util.safe_text import safe_text
 from tui.inspector.batches_tab import BatchesTab
 from tui.inspector.messages import OpenSource
@@ -32,6 +35,7 @@ from tui.inspector.reader_tab import ReaderTab
 from tui.inspector.search_tab import SearchBox, SearchTab
 from tui.inspector.status_words import DISABLED
 from tui.inspector.tab import InspectorTab
+from tui.messages import CloseInspector
 from tui.typed import stray_character
 
 TABS = ("batches", "search", "reader", "notes")
@@ -64,10 +68,12 @@ class ArchiveInspector(Vertical):
         Binding("shift+f2", "previous_tab", "Previous tab", show=False),
     ]
 
-    def __init__(self, id: str | None = None) -> None:
+    def __init__(self, busy: Callable[[], bool] = lambda: False, id: str | None = None) -> None:
         # Off (showing "Opening the thread…") until bind_runtime hands down a context.
         super().__init__(id=id, classes="-off")
-        self.runtime: Any = None
+        self._busy = busy
+        """Whether something runs that Esc cancels: then Esc is not the pane's."""
+        self.runtime: Runtime | None = None
         self.context: ContinuityContext | None = None
 
     def compose(self) -> ComposeResult:
@@ -82,16 +88,16 @@ class ArchiveInspector(Vertical):
             with TabPane("Notes", id="notes"):
                 yield NotesTab(id="notes-tab")
 
-    # -- the app's calls -----------------------------------------------------------
+    # -- the screen's calls --------------------------------------------------------
 
     def on_mount(self) -> None:
         if self.runtime is not None:  # bound before it was mounted
             self._apply()
 
-    def bind_runtime(self, runtime: Any) -> None:
+    def bind_runtime(self, runtime: Runtime) -> None:
         """A thread was opened: show its archive (or say why there is none)."""
         self.runtime = runtime
-        self.context = getattr(runtime, "continuity", None) if runtime is not None else None
+        self.context = runtime.continuity
         if self.is_mounted:
             self._apply()
 
@@ -103,9 +109,9 @@ class ArchiveInspector(Vertical):
         elif context is None:
             off.update(Content.styled(DISABLED, "bold"))
         self.set_class(context is None, "-off")
-        thread = getattr(runtime, "thread", None)
+        home = runtime.thread.home if runtime is not None else None
         for tab in self.query(InspectorTab):
-            tab.home = getattr(thread, "home", None)
+            tab.home = home
             tab.set_context(context)
         if self.display:
             self.refresh_data()
@@ -143,9 +149,7 @@ class ArchiveInspector(Vertical):
         message.stop()
         self.query_one(TabbedContent).active = "reader"
         reader = self.query_one(ReaderTab)
-        reader.open(
-            message.source_id, message.offset, highlight=message.highlight, thread=message.thread
-        )
+        reader.open(message)
         reader.focus_default()
 
     @on(TabbedContent.TabActivated, "#inspector-tabs")
@@ -188,14 +192,13 @@ class ArchiveInspector(Vertical):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "close":
-            # While a reply or compaction runs, Esc belongs to the app: it cancels.
-            return not getattr(self.app, "busy", False)
+            return not self._busy()
         if action in ("next_tab", "previous_tab"):
             return self.context is not None
         return True
 
-    async def action_close(self) -> None:
-        await self.app.run_action("toggle_inspector")
+    def action_close(self) -> None:
+        self.post_message(CloseInspector())
 
     def action_next_tab(self) -> None:
         self._step_tab(+1)

@@ -26,8 +26,10 @@ from engine.workspace.reports import cli_read
 from tui.clipboard import copy_text
 from tui.inspector import data
 from tui.inspector.highlight import highlighted, terms_pattern
+from tui.inspector.messages import OpenSource
 from tui.inspector.status_words import TRUNCATED, history_line
 from tui.inspector.tab import InspectorTab, Stale
+from tui.messages import OpenThread
 
 EMPTY = (
     "Nothing open yet. Choose a source in Batches or Search (Enter), or a cited source "
@@ -92,25 +94,18 @@ class ReaderTab(InspectorTab):
     def focus_default(self) -> None:
         self.query_one("#reader-scroll").focus()
 
-    def open(
-        self,
-        source_id: str,
-        offset: int = 0,
-        *,
-        highlight: str | None = None,
-        thread: str | None = None,
-    ) -> None:
-        """Read one page of a source (the inspector calls this for OpenSource).
+    def open(self, source: OpenSource) -> None:
+        """Read one page of a source (the inspector hands each OpenSource on).
 
-        `highlight` (a search query) stays marked on every page of this source;
-        `thread` names another of the user's threads it is read from (read-only,
-        as `trove history read --thread` does); `o` then switches the app to it.
+        Its `highlight` (a search query) stays marked on every page of this source;
+        its `thread` names another of the user's threads it is read from (read-only,
+        as `trove history read --thread` does); `o` then switches to it.
         """
         own = self.context.thread_id if self.context is not None else None
-        self.thread = thread if thread != own else None
-        self.source_id = source_id
-        self.pattern = terms_pattern(highlight) if highlight else None
-        self.read_page(source_id, offset)
+        self.thread = source.thread if source.thread != own else None
+        self.source_id = source.source_id
+        self.pattern = terms_pattern(source.highlight) if source.highlight else None
+        self.read_page(source.source_id, source.offset)
 
     @work(exclusive=True, group="read", exit_on_error=False)
     async def read_page(self, source_id: str, offset: int) -> None:
@@ -222,11 +217,9 @@ class ReaderTab(InspectorTab):
             self.notify(copy_text(self.app, text, f"this page ({len(text):,} characters)"))
 
     def action_open_thread(self) -> None:
-        """Switch the app to the thread this source is from (its queue stays in its log)."""
+        """Switch to the thread this source is from (its queue stays in its log)."""
         if self.thread is not None:
-            open_thread = getattr(self.app, "open_thread", None)
-            if open_thread is not None:
-                open_thread(self.thread)
+            self.post_message(OpenThread(self.thread))
 
     @on(Button.Pressed, "#reader-previous")
     def _previous(self, event: Button.Pressed) -> None:

@@ -18,6 +18,8 @@ from textual.dom import DOMNode
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
+from engine.model.backend import Backend
+
 NAMES = {
     "escape": "Esc",
     "pageup": "PgUp",
@@ -30,6 +32,8 @@ NAMES = {
 
 Row = tuple[str, str]
 """(keys as Textual names them, what they do)."""
+Section = tuple[str, list[Row]]
+"""(title, rows)."""
 
 
 def key_label(keys: str) -> str:
@@ -51,6 +55,19 @@ def key_label(keys: str) -> str:
     return " / ".join(one(k.strip()) for k in keys.split(","))
 
 
+def help_notes(configured: bool, backend: Backend | None) -> str:
+    """What the help says last about this model, when there is something to say."""
+    if not configured:
+        return "No model is configured yet: see the panel in the transcript."
+    if backend is not None and not backend.tools_enabled:
+        return (
+            "This model gets no tools (task_note, history_search, history_read): "
+            "set model.tools: on to offer them. /compact, the archive and the "
+            "inspector still work."
+        )
+    return ""
+
+
 def _rows(bindings: Iterable[BindingType]) -> list[Row]:
     rows: list[Row] = []
     for item in bindings:
@@ -68,15 +85,15 @@ def _own(cls: type[DOMNode]) -> list[BindingType]:
     return list(cls.__dict__.get("BINDINGS", []))
 
 
-def help_bindings(app: type[App[Any]]) -> list[tuple[str, list[Row]]]:
+def help_bindings(app: type[App[Any]], screen: type[Screen[Any]]) -> list[Section]:
     """The sections of the help's key list, each read from the bindings of its widgets
-    (`app`: the running app's class, whose own keys work anywhere)."""
+    (`app`: the running app's class, whose own keys work anywhere; `screen`: the screen's
+    the help is shown over)."""
     from tui.inspector.batches_tab import BatchTable, SourceList
     from tui.inspector.inspector import ArchiveInspector
     from tui.inspector.notes_tab import NoteList
     from tui.inspector.reader_tab import ReaderTab
     from tui.inspector.search_tab import ResultList, SearchBox, SearchTab
-    from tui.screens.chat import ChatScreen
     from tui.widgets.checkpoint_block import CheckpointBlock
     from tui.widgets.prompt_input import PromptInput
     from tui.widgets.status_strip import QueueList
@@ -86,7 +103,7 @@ def help_bindings(app: type[App[Any]]) -> list[tuple[str, list[Row]]]:
     inspector: list[type[DOMNode]] = [ArchiveInspector, SearchTab, SearchBox, ResultList]
     inspector += [BatchTable, SourceList, NoteList, ReaderTab]
     sources: Sequence[tuple[str, Sequence[type[DOMNode]], list[BindingType]]] = [
-        ("Keys anywhere", [app, Screen, ChatScreen], [palette]),
+        ("Keys anywhere", [app, Screen, screen], [palette]),
         ("Keys in the prompt", [PromptInput], []),
         ("Keys in the queue", [QueueList], []),
         ("Keys in the transcript", [Transcript, CheckpointBlock], []),
@@ -101,31 +118,17 @@ def help_bindings(app: type[App[Any]]) -> list[tuple[str, list[Row]]]:
 
 
 class HelpScreen(ModalScreen[None]):
-    # A row per command or key, its description wrapping in its own column at any width.
-    DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll {
-        width: 90%;
-        max-width: 110;
-        height: 90%;
-        border: round $primary;
-        background: $surface;
-        padding: 0 1;
-    }
-    HelpScreen .help-heading { color: $accent; text-style: bold; margin-top: 1; }
-    HelpScreen .help-heading.-first { margin-top: 0; }
-    HelpScreen .help-row { height: auto; }
-    HelpScreen .help-key { width: 24; padding-left: 2; text-style: bold; }
-    HelpScreen .help-key.-command { width: 18; color: $text-primary; }
-    HelpScreen .help-what { width: 1fr; }
-    HelpScreen .help-end { color: $text-muted; margin-top: 1; }
-    """
+    CSS_PATH = ["dialog.tcss", "help.tcss"]
     BINDINGS = [Binding("escape,q,f1", "dismiss", "Close")]
 
-    def __init__(self, commands: Iterable[tuple[str, str]], notes: str = "") -> None:
-        """Commands as (name with its usage, summary), from the registry."""
+    def __init__(
+        self, commands: Iterable[tuple[str, str]], keys: list[Section], notes: str = ""
+    ) -> None:
+        """Commands as (name with its usage, summary), from the registry; `keys` from
+        `help_bindings`."""
         super().__init__()
         self.commands = list(commands)
+        self.keys = keys
         self.notes = notes
 
     def compose(self) -> ComposeResult:
@@ -133,7 +136,7 @@ class HelpScreen(ModalScreen[None]):
             yield Static("Commands", classes="help-heading -first")
             for name, summary in self.commands:
                 yield _row(f"/{name}", summary, "-command")
-            for title, rows in help_bindings(type(self.app)):
+            for title, rows in self.keys:
                 yield Static(title, classes="help-heading")
                 for keys, what in rows:
                     yield _row(key_label(keys), what)

@@ -1,18 +1,25 @@
-"""Esc Esc and /rewind: pick an earlier prompt of this thread to go back to (newest first)."""
+"""Esc Esc and /rewind: pick an earlier prompt of this thread to go back to (newest first).
+
+The engine rewinds (engine.runtime.rewind); the transcript follows its
+`session/rewind` event, and the prompt's text is put back in the input to edit.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
-from engine.runtime.rewind import RewindPoint
+from engine.runtime import Runtime
+from engine.runtime.rewind import RewindPoint, RewindRefused, points, refusal, rewind
 from engine.util.safe_text import safe_text
 
 
@@ -40,25 +47,7 @@ def _line(point: RewindPoint) -> Content:
 
 
 class RewindScreen(ModalScreen[RewindPoint | None]):
-    DEFAULT_CSS = """
-    RewindScreen { align: center middle; }
-    RewindScreen > Vertical {
-        width: 90%;
-        max-width: 110;
-        height: auto;
-        max-height: 80%;
-        border: round $primary;
-        background: $surface;
-    }
-    RewindScreen Label { width: 1fr; padding: 0 1; }
-    RewindScreen #rewind-hint { color: $text-muted; }
-    RewindScreen OptionList, RewindScreen OptionList:focus {
-        height: auto;
-        max-height: 20;
-        border: none;
-        padding: 0 1;
-    }
-    """
+    CSS_PATH = ["dialog.tcss", "rewind.tcss"]
     BINDINGS = [Binding("escape", "dismiss_none", "Close")]
 
     def __init__(self, points: list[RewindPoint]) -> None:
@@ -80,3 +69,29 @@ class RewindScreen(ModalScreen[RewindPoint | None]):
 
     def action_dismiss_none(self) -> None:
         self.dismiss(None)
+
+
+async def pick_and_rewind(screen: Screen[Any], current: Callable[[], Runtime | None]) -> str | None:
+    """Open the picker over the `current` thread (the caller's worker waits for the choice),
+    then go back there; the chosen prompt's text, or None when nothing was rewound."""
+    runtime = current()
+    if runtime is None:
+        return None
+    log, driver = runtime.thread.log, runtime.driver
+    why = refusal(driver, log)
+    if why is not None:
+        screen.notify(why, severity="warning")
+        return None
+    listed = points(log)
+    if not listed:
+        screen.notify("Nothing to rewind to yet: this thread has no prompts.")
+        return None
+    chosen = await screen.app.push_screen_wait(RewindScreen(listed))
+    if chosen is None or current() is not runtime:
+        return None
+    try:
+        rewind(driver, log, chosen)
+    except RewindRefused as exc:  # something started while the picker was open
+        screen.notify(str(exc), severity="warning")
+        return None
+    return chosen.text

@@ -1,8 +1,11 @@
-"""/threads: pick a thread to switch to (newest first)."""
+"""/threads and Ctrl+T: pick a thread to switch to (newest first)."""
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
+import asyncio
+from typing import Any
+
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
@@ -10,21 +13,12 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
-from engine.workspace.listing import ThreadInfo
+from engine.runtime import Runtime
+from engine.workspace.listing import ThreadInfo, list_threads
 
 
 class ThreadsScreen(ModalScreen[str | None]):
-    DEFAULT_CSS = """
-    ThreadsScreen { align: center middle; }
-    ThreadsScreen > Vertical {
-        width: 90%;
-        max-width: 100;
-        height: 70%;
-        border: round $primary;
-        background: $surface;
-    }
-    ThreadsScreen OptionList { height: 1fr; border: none; }
-    """
+    CSS_PATH = ["dialog.tcss", "threads.tcss"]
     BINDINGS = [Binding("escape", "dismiss_none", "Close")]
 
     def __init__(self, threads: list[ThreadInfo], current: str) -> None:
@@ -54,3 +48,11 @@ class ThreadsScreen(ModalScreen[str | None]):
 
     def action_dismiss_none(self) -> None:
         self.dismiss(None)
+
+
+async def choose_thread(app: App[Any], runtime: Runtime) -> str | None:
+    """The picker over the user's threads, `runtime`'s marked (the caller's worker waits
+    for the choice); the thread chosen, or None."""
+    thread = runtime.thread
+    threads = await asyncio.to_thread(list_threads, thread.home, thread.user_id)
+    return await app.push_screen_wait(ThreadsScreen(threads, thread.id))

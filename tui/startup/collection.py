@@ -9,7 +9,10 @@ replayed thread. So collection is paused for start-up, and once the thread
 is open, what exists is frozen (kept out of every later collection; O(1),
 no pass over it) and collection is enabled again, before the transcript's
 messages are built: their Markdown makes short-lived cycles, and left to
-pile up those would cost RSS for good (about 7 MB at a resume).
+pile up those would cost RSS for good.
+
+Once the model client is loaded, what exists is frozen a second time
+(`freeze_long_lived`): it too lives as long as the app.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import gc
 from engine.util import collector
 
 _paused = False
+_frozen = False
 
 
 def pause_collection() -> None:
@@ -36,3 +40,19 @@ def resume_collection() -> None:
         _paused = False
         gc.freeze()
         collector.release()
+
+
+def freeze_long_lived() -> None:
+    """Take what exists once the model client is loaded out of the collector's sight.
+
+    Modules, classes, the SDK's schemas and the open thread live as long as the
+    app, yet every full collection walks them all: long pauses of the UI loop
+    while a reply streams (its widgets and strips trigger those collections).
+    Frozen once, a full collection walks only what was made since; cyclic
+    garbage that exists now is kept for good, a bounded one-off cost. A
+    process-wide choice, so the front end makes it, not the engine.
+    """
+    global _frozen
+    if not _frozen:
+        _frozen = True
+        gc.freeze()

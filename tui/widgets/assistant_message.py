@@ -26,6 +26,7 @@ import contextlib
 import time
 
 from rich.markdown import Markdown as RichMarkdown
+from textual import getters
 from textual.geometry import Size
 from textual.strip import Strip
 from textual.style import Style as VisualStyle
@@ -34,6 +35,7 @@ from textual.visual import Visual, visualize
 
 from engine.util.safe_text import SafeStream, safe_text
 from tui.drawn_lines import DrawnReply
+from tui.typed import TypingApp
 from tui.widgets.chat_message import PastReply
 
 FRAME = 1 / 30
@@ -45,8 +47,8 @@ and keystrokes get the rest.
 """
 TYPING_FRAME = 0.1
 """Seconds a frame may be held back while keys arrive: a reply being streamed while the
-user types draws about this often, so a key's echo mostly finds the loop free (at 2,000
-tok/s the keystroke p95 fell from ~36-46 ms to ~21-28 ms in paired bench runs)."""
+user types draws about this often, so a key's echo mostly finds the loop free (bench/tui.py
+measures the keystroke latency this buys)."""
 FRAME_WAIT = 1.0
 """Seconds the end waits, at most, for the frame showing the whole streamed text."""
 FREEZE_CHARS = 500
@@ -92,6 +94,9 @@ class _StreamLines:
 
 
 class AssistantMessage(PastReply):
+    app = getters.app(TypingApp)
+    """The app, which says when the last key arrived (`typed_at`)."""
+
     def __init__(self, text: str = "", *, seq: int | None = None) -> None:
         self._parts: list[str] = []
         super().__init__(text, seq=seq)
@@ -176,7 +181,7 @@ class AssistantMessage(PastReply):
         than `TYPING_FRAME` after it first fell due: a typist gets a loop with
         far fewer frames in it, and the reply still moves several times a second.
         """
-        typed = now - getattr(self.app, "typed_at", 0.0)
+        typed = now - self.app.typed_at
         if typed >= TYPING_FRAME:
             self._due = 0.0
             return 0.0

@@ -28,8 +28,6 @@ class UserMessage(Static):
     UserMessage {
         background: $boost;
         border-left: outer $primary;
-        padding: 0 1;
-        margin: 1 0 0 0;
     }
     UserMessage.-steer { border-left: outer $warning; }
     UserMessage.-injected { border-left: outer $secondary; color: $text-muted; }
@@ -54,10 +52,6 @@ class PastReply(Static):
     """
 
     DEFAULT_CSS = """
-    PastReply {
-        margin: 1 0 0 0;
-        padding: 0 1;
-    }
     PastReply.-cancelled { border-left: outer $warning; }
     PastReply.-interrupted { border-left: outer $error; }
     """
@@ -167,11 +161,7 @@ class Notice(Static):
     """Something the app says, not chat: results, errors, hints."""
 
     DEFAULT_CSS = """
-    Notice {
-        margin: 1 0 0 0;
-        padding: 0 1;
-        color: $text-muted;
-    }
+    Notice { color: $text-muted; }
     Notice.-error { color: $text-error; background: $error-muted; }
     Notice.-warning { color: $text-warning; background: $warning-muted; }
     Notice.-success { color: $text-success; }

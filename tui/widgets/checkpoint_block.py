@@ -16,8 +16,6 @@ class CheckpointBlock(Widget, can_focus=True):
     DEFAULT_CSS = """
     CheckpointBlock {
         height: auto;
-        margin: 1 0 0 0;
-        padding: 0 1;
         border: round $secondary;
         color: $text-secondary;
     }

@@ -30,11 +30,7 @@ Meanwhile `/help`, `/threads` and the archive inspector work as usual.
 
 class FirstRunPanel(Markdown):
     DEFAULT_CSS = """
-    FirstRunPanel {
-        border: round $warning;
-        padding: 0 1;
-        margin: 1 0;
-    }
+    FirstRunPanel { border: round $warning; }
     """
 
     def __init__(self, config_path: str) -> None:

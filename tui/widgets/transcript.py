@@ -6,6 +6,9 @@ holds. It keeps its own list of the events pushed to it (by the chat
 screen), never the engine's. Past a high-water mark the oldest widgets are
 pruned; their text stays in the log and comes back when the user asks for
 earlier messages.
+
+Over 400 lines: building widgets, following the end and the window over the log all
+move the same indices (`_start`, `_end`) and the streaming reply, so they stay together.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ if TYPE_CHECKING:
     from tui.widgets.assistant_message import AssistantMessage
 
 HIGH_WATER = 400
-"""Widgets kept mounted; beyond this the oldest are pruned (Toad keeps ~1,500 lines)."""
+"""Widgets kept mounted; beyond this the oldest are pruned."""
 CHUNK = 150
 """Events rendered per "load earlier" step and on opening a thread."""
 FILL_STEP = 24
@@ -87,6 +90,13 @@ class Transcript(VerticalScroll):
         scrollbar-size-vertical: 1;
         scrollbar-gutter: stable;
     }
+    /* Each message a line below the one before it, its text a cell in from its edges. */
+    Transcript > UserMessage, Transcript > PastReply, Transcript > Notice,
+    Transcript > CheckpointBlock, Transcript > FirstRunPanel {
+        margin: 1 0 0 0;
+        padding: 0 1;
+    }
+    Transcript > FirstRunPanel { margin: 1 0; }
     """
 
     def __init__(self, id: str | None = None) -> None:
@@ -224,7 +234,7 @@ class Transcript(VerticalScroll):
 
         A result follows its call, so only the log from the earliest event built so far
         is indexed: a long thread's first screenful indexes a few dozen events, not
-        every event since it began (~30 ms at 100,000 messages).
+        every event since it began.
         """
         begin = self._building
         if begin < self._indexed_from:

@@ -58,7 +58,7 @@ class Welcome(Notice):
     """The welcome line: a notice that is not in the log."""
 
     DEFAULT_CSS = """
-    Welcome { margin: 1 0 0 0; color: $text; }
+    Welcome { color: $text; }
     """
 
     def __init__(self, model_label: str, thread_dir: Path) -> None:

@@ -1,9 +1,9 @@
-"""Which thread the app shows: opening, switching and closing its Runtime.
+"""Which thread the chat screen shows: opening, switching and closing its Runtime.
 
 The blocking part of opening a thread (replay, recovery, its surface) runs in its own
-OS thread (tui.startup.opening); the old Runtime is closed only once the new thread has opened, so
-a thread that cannot be opened changes nothing. The view follows through
-the `attach` and `detach` callbacks the app gives.
+OS thread (tui.startup.opening); the old Runtime is closed only once the new thread has
+opened, so a thread that cannot be opened changes nothing. The screen follows through
+the `attach` and `detach` callbacks it is made with.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ class ThreadController:
             model=self.model,
             backend=self.backend,
             front_end=self.front_end,
-            defer_continuity=True,  # the app completes it once the first frame is drawn
+            defer_continuity=True,  # completed once the first frame is drawn (warm_up)
         )
         self.runtime = runtime
         self._on_open(runtime, opened.kept)
