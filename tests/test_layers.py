@@ -36,7 +36,6 @@ LAYERS: list[tuple[str, ...]] = [
     ("tui.inspector",),
     ("tui.bridge", "tui.actions"),
     ("tui.screens",),
-    ("tui.controller",),
     ("tui.app",),
     ("tui.startup.run",),
     ("tui",),
@@ -97,6 +96,18 @@ def layer(name: str) -> int:
 def test_every_module_is_in_a_layer() -> None:
     for name in modules():
         layer(name)
+
+
+def test_every_layer_names_modules() -> None:
+    """A stale entry (a module moved or gone) would let a misplaced one slip in."""
+    known = modules()
+    empty = [
+        prefix
+        for prefixes in LAYERS
+        for prefix in prefixes
+        if not any(name == prefix or name.startswith(prefix + ".") for name in known)
+    ]
+    assert not empty, f"layers naming no module: {empty}"
 
 
 def test_imports_only_go_up() -> None:

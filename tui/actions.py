@@ -54,11 +54,11 @@ def app_actions(shell: Shell) -> list[Command]:
     async def _copy(args: str) -> str:
         text = shell.last_reply()
         if text is None:
-            raise CommandError("No reply to copy yet.")
+            raise CommandError("no reply to copy yet")
         if args == "code":
             blocks = text.split("```")[1::2]
             if not blocks:
-                raise CommandError("The last reply has no code block.")
+                raise CommandError("the last reply has no code block")
             text = blocks[-1].split("\n", 1)[-1] if "\n" in blocks[-1] else blocks[-1]
         elif args:
             raise CommandError("/copy takes no argument or 'code'")

@@ -163,6 +163,19 @@ def _originals(archive: Any, *, recovered: bool, continuity: bool) -> str:
     )
 
 
+class CommandHost(Struct, frozen=True):
+    """The parts the built-in commands act on, gathered before the Runtime is built so
+    its command list is complete when it is constructed."""
+
+    home: Path
+    config: Config
+    thread: Thread
+    driver: Driver
+    commands: CommandRegistry
+    compaction: CompactService
+    backend: Backend | None
+
+
 class Runtime(Struct):
     config: Config
     home: Path
@@ -289,21 +302,23 @@ class Runtime(Struct):
         )
         if interrupted is not None:
             notices.append(interrupted)
-        runtime = cls(
+        commands = CommandRegistry(thread.log)
+        register_builtins(
+            CommandHost(home, config, thread, driver, commands, compaction, backend), front_end
+        )
+        return cls(
             config,
             home,
             thread,
             client,
             driver,
-            CommandRegistry(thread.log),
+            commands,
             compaction,
             continuity,
             port,
             notices=notices,
             backend=backend,
         )
-        register_builtins(runtime, front_end)
-        return runtime
 
     def subscribe(self, listener: Listener, *, on_error: ErrorHook | None = None) -> Unsubscribe:
         """Follow this thread: log events, reply deltas, state changes and failures.

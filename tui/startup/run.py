@@ -15,11 +15,9 @@ if TYPE_CHECKING:
 
 SCREEN_FPS = "120"
 """How often Textual may draw a changed screen (`TEXTUAL_FPS`, read as Textual is first
-imported; 60 by default). A change is drawn at the next tick of that timer, so a key's
-echo waits for half a tick on average: at 120 the echo's frame came ~5 ms sooner at p50
-and the p95 while a reply streams fell too (bench/tui.py, paired runs). A reply being
-streamed still draws at its own pace (tui.widgets.assistant_message). A TEXTUAL_FPS set
-by the user wins."""
+imported). A change waits for the next tick, so a faster tick brings a key's echo sooner;
+bench/tui.py measures it. A streaming reply still draws at its own pace, and a
+TEXTUAL_FPS set by the user wins."""
 
 
 def run_tui(
