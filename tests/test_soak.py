@@ -1,4 +1,4 @@
-"""devtools/soak.py: a short run reads all zeros, and its checks do see a loss."""
+"""devtools/soak/: a short run reads all zeros, and its checks do see a loss."""
 
 from __future__ import annotations
 
