@@ -1,4 +1,4 @@
-"""The damages a thread's files meet: shared by tests/test_file_faults.py and devtools/soak.py.
+"""The damages a thread's files meet: shared by tests/test_file_faults.py and devtools/soak/.
 
 Each damage is done the way the world does it: a file deleted, cut to half
 (`truncate`), zero-filled in place, one seeded byte flipped in place, given a

@@ -1,4 +1,4 @@
-"""devtools/soak.py: a short run reads all zeros, and its checks do see a loss."""
+"""devtools/soak/: a short run reads all zeros, and its checks do see a loss."""
 
 from __future__ import annotations
 
@@ -101,3 +101,21 @@ async def test_the_faults_under_a_live_child_are_done_and_counted(tmp_path):
         assert sk.counts.clean, sk.counts.notes
     finally:
         sk.server.stop()
+
+
+def test_a_log_that_does_not_load_whole_is_unloadable_and_kept_aside(tmp_path):
+    """A bad line in the log: step 1 counts the thread unloadable, keeps a copy of it
+    and goes on with a new thread, which then checks clean."""
+    sk = soak.Soak(argparse.Namespace(kills=1, seed=3, home=tmp_path, verbose=False))
+    soak.write_config(sk.config_path, "http://127.0.0.1:9/v1")
+    sk.config = soak.load_config(sk.config_path, home=sk.home)
+    sk.new_thread()
+    damaged = sk.thread_id
+    with sk.log_path.open("ab") as fh:
+        fh.write(b"{not json\n")
+    assert sk.check_readonly(1) == ([], True)
+    assert sk.counts.unloadable == 1
+    assert (tmp_path / f"unloadable-{damaged}").is_dir()
+    assert sk.thread_id != damaged
+    assert sk.check_readonly(2) == ([], False)
+    assert sk.counts.unloadable == 1, sk.counts.notes
