@@ -42,6 +42,7 @@ class Tmux:
             env=dict(env),
         )
         self.command("refresh-client -f no-output")  # no %output notifications: captures only
+        self._path = Path(self.command("display-message -p '#{socket_path}'")[0].decode())
 
     def _base(self) -> list[str]:
         return ["tmux", "-L", self.socket, "-f", "/dev/null"]
@@ -108,6 +109,7 @@ class Tmux:
     def close(self) -> None:
         subprocess.run([*self._base(), "kill-server"], capture_output=True, timeout=30)
         self._control.wait(timeout=10)
+        self._path.unlink(missing_ok=True)  # a killed server leaves its socket behind
 
 
 def plain(row: str) -> str:
