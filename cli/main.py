@@ -46,10 +46,28 @@ def _common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     parser.add_argument("--thread", default=default, help="thread id to resume")
 
 
+class _Version(argparse.Action):
+    """`--version`: the installed distribution's version, looked up only when asked."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("trove")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            number = "unknown (not installed)"
+        print(f"trove {number}")
+        parser.exit(EXIT_OK)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="trove", description="A terminal chat app that never loses what it compacts."
     )
+    parser.add_argument("--version", action=_Version)
     _common(parser, suppress=False)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--plain", action="store_true", help="plain prompt-toolkit REPL")

@@ -106,6 +106,9 @@ def archive_command(args: argparse.Namespace, config: Config, home: Path) -> int
             print("trove: --all searches every thread; leave out --thread", file=sys.stderr)
             return 2
         return search_all_command(args, config, home)
+    reading = args.command == "history" and args.history_command == "read"
+    if reading and not args.thread:
+        return read_anywhere(args, config, home)
     thread_id = args.thread or latest_thread(home, config.user_id)
     if thread_id is None:
         raise ThreadNotFoundError(f"no threads for user {config.user_id!r} in {home}")
@@ -140,6 +143,42 @@ def archive_command(args: argparse.Namespace, config: Config, home: Path) -> int
         where = "" if page else f"thread {thread_id}: "
         print(safe_text(where + render(result)))
     return 1 if result.get("status") == "error" else 0
+
+
+def read_anywhere(args: argparse.Namespace, config: Config, home: Path) -> int:
+    """`history read ID` without `--thread`: the page from whichever of the user's threads
+    holds the source (engine.workspace.find_source), as if `--thread` had named it."""
+    from engine.workspace.find_source import threads_holding
+    from engine.workspace.reports import cli_read, render_read
+
+    if args.offset < 0:
+        print("trove: --offset must be 0 or more", file=sys.stderr)
+        return 2
+    result: dict[str, Any] = {}
+    for thread_id in threads_holding(home, config.user_id, args.source_id):
+        result = cli_read(home, config.user_id, thread_id, args.source_id, args.offset)
+        if result.get("status") != "error" or result.get("error") == "invalid_offset":
+            break
+    else:
+        probe = cli_read_probe(args.source_id)
+        if probe is not None:  # a malformed id: the tool's own answer, as with --thread
+            return _bad_usage(probe, as_json=args.json)
+        message = f"no thread of user {config.user_id!r} holds source {args.source_id}"
+        result = {"status": "error", "error": "source_unavailable", "message": message}
+    if result.get("error") == "invalid_arguments":
+        return _bad_usage(result, as_json=args.json)
+    print(safe_json(result) if args.json else safe_text(render_read(result)))
+    return 1 if result.get("status") == "error" else 0
+
+
+def cli_read_probe(source_id: str) -> dict[str, Any] | None:
+    """The read tool's refusal of a malformed id, checked without any thread (None: well
+    formed)."""
+    from engine.continuity.context import Snapshot
+    from engine.continuity.tools import read_result
+
+    result = read_result(Snapshot([], [], "", None), {"source_id": source_id, "offset": 0})
+    return result if result.get("error") == "invalid_arguments" else None
 
 
 def _bad_usage(result: dict[str, Any], *, as_json: bool) -> int:

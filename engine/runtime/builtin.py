@@ -18,7 +18,7 @@ from engine.config import Config
 from engine.driver import Driver, DriverClosedError
 from engine.model.backend import Backend
 from engine.runtime.commands import CommandError, CommandRegistry, FrontEnd
-from engine.runtime.export import export_thread
+from engine.runtime.export import ExportError, export_thread
 from engine.runtime.rewind import RewindPoint, RewindRefused, choose, points, rewind
 from engine.threads.paths import ThreadNotFoundError, has_log, thread_dir
 from engine.threads.thread import Thread
@@ -79,10 +79,18 @@ def register_builtins(runtime: Host, front: FrontEnd | None) -> None:
             return "Nothing to compact yet: the conversation is too short."
         return outcome.describe()
 
-    @registry.add("export", "write the thread as Markdown and JSON")
+    @registry.add(
+        "export",
+        "write the thread as Markdown and JSON (to exports/, or PATH: a folder, .md or .json)",
+        takes_args=True,
+        usage="[PATH]",
+    )
     async def _export(args: str) -> str:
         events = list(runtime.thread.log.events)  # a copy taken on the loop
-        paths = await asyncio.to_thread(export_thread, home, runtime.thread.id, events)
+        try:
+            paths = await asyncio.to_thread(export_thread, home, runtime.thread.id, events, args)
+        except ExportError as exc:
+            raise CommandError(str(exc)) from exc
         return "Exported to " + " and ".join(str(p) for p in paths)
 
     @registry.add(

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+from engine.errors import TroveError
 from engine.events import (
     AssistantMessage,
     LogEvent,
@@ -55,13 +57,43 @@ def _why_cut_off(events: list[LogEvent], index: int) -> str:
     return "the stream ended before the reply was complete"
 
 
-def export_thread(home: Path, thread_id: str, events: list[LogEvent]) -> list[Path]:
-    """Write `exports/{thread}.md` and `.json` under the home (private); blocking file I/O."""
-    directory = private_dir(home / "exports", base=home)
-    base = directory / thread_id
-    markdown = base.with_suffix(".md")
-    write_private(markdown, thread_markdown(thread_id, events).encode())
-    raw = base.with_suffix(".json")
-    data = {"thread": thread_id, "events": [to_dict(event) for event in events]}
-    write_private(raw, json.dumps(data, ensure_ascii=False, indent=1).encode())
-    return [markdown, raw]
+class ExportError(TroveError):
+    """The export cannot be written where it was asked to go; one line."""
+
+
+def export_targets(home: Path, thread_id: str, where: str = "") -> list[Path]:
+    """Where `/export [PATH]` writes: `exports/{thread}.md` and `.json` under the home
+    without PATH; both into PATH when it is a folder (or ends with `/`); the JSON alone
+    when PATH ends in `.json`; else the Markdown alone, at PATH. A relative PATH is
+    read against the current folder, `~` as home. The folder must exist."""
+    if not where:
+        base = home / "exports" / thread_id
+        return [base.with_suffix(".md"), base.with_suffix(".json")]
+    path = Path(where).expanduser().absolute()
+    if where.endswith(("/", os.sep)) or path.is_dir():
+        if not path.is_dir():
+            raise ExportError(f"/export: no folder {path}")
+        return [path / f"{thread_id}.md", path / f"{thread_id}.json"]
+    if not path.parent.is_dir():
+        raise ExportError(f"/export: no folder {path.parent}")
+    return [path]
+
+
+def export_thread(
+    home: Path, thread_id: str, events: list[LogEvent], where: str = ""
+) -> list[Path]:
+    """Write the thread where `export_targets` says (private files); blocking file I/O."""
+    targets = export_targets(home, thread_id, where)
+    if not where:
+        private_dir(home / "exports", base=home)
+    for target in targets:
+        if target.suffix == ".json":
+            data = {"thread": thread_id, "events": [to_dict(event) for event in events]}
+            body = json.dumps(data, ensure_ascii=False, indent=1)
+        else:
+            body = thread_markdown(thread_id, events)
+        try:
+            write_private(target, body.encode())
+        except OSError as exc:
+            raise ExportError(f"/export: cannot write {target}: {exc.strerror or exc}") from None
+    return targets
