@@ -11,7 +11,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from engine.config import Config
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -43,7 +46,11 @@ def _common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     parser.add_argument("--home", type=Path, default=default, help="data directory")
     parser.add_argument("--config", type=Path, default=default, help="config file")
     parser.add_argument("--user", default=default, help="user id (default from config)")
-    parser.add_argument("--thread", default=default, help="thread id to resume")
+    parser.add_argument(
+        "--thread",
+        default=default,
+        help="the thread: its id, a unique prefix of it, or its number in `trove threads`",
+    )
 
 
 class _Version(argparse.Action):
@@ -76,6 +83,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--prompt",
         metavar="TEXT",
         help="one turn, answer on stdout, exit; piped stdin is appended; - reads it all",
+    )
+    parser.add_argument(
+        "-c",
+        "--continue",
+        dest="resume_latest",
+        action="store_true",
+        help="reopen the thread with the newest message",
     )
     parser.add_argument(
         "--local", action="store_true", help="use the offline local model (the local extra)"
@@ -166,6 +180,24 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
+def _chosen_thread(args: argparse.Namespace, config: Config, home: Path) -> str | None:
+    """The thread `--thread` names (an id, a prefix, a list number) or `--continue` means
+    (the one with the newest message); None for a new thread. Raises ThreadNotFoundError."""
+    from engine.threads.paths import ThreadNotFoundError
+    from engine.workspace.listing import latest_thread, resolve_thread
+
+    if getattr(args, "resume_latest", False):
+        if args.thread:
+            raise ThreadNotFoundError("--continue reopens the newest thread: leave out --thread")
+        latest = latest_thread(home, config.user_id)
+        if latest is None:
+            raise ThreadNotFoundError(f"no thread to continue for user {config.user_id!r}")
+        return latest
+    if not args.thread:
+        return None
+    return resolve_thread(home, config.user_id, args.thread)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(_dash_query(words))
@@ -185,6 +217,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not valid_user_id(args.user):
             return _fail(f"--user: invalid user id {args.user!r}", EXIT_USAGE)
         config = config.with_user(args.user)
+    try:
+        args.thread = _chosen_thread(args, config, home)
+    except ThreadNotFoundError as exc:
+        return _fail(str(exc), EXIT_USAGE)
     backend = None
     if args.command is None:  # chat modes only: threads/history/notes need no model
         import os

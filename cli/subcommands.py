@@ -21,15 +21,16 @@ from engine.workspace.listing import ThreadInfo, list_threads
 
 
 def list_threads_command(config: Config, home: Path, *, as_json: bool = False) -> int:
-    """Each thread's title, message count, compactions and last activity, newest first.
+    """Each thread's title, message count, compactions and when a message was last
+    written, that newest first; `[-p]` marks a thread `trove -p` began.
 
     `--json` prints a list of objects: `{"id", "title", "messages", "compactions",
-    "last_activity", "modified", "problem"}`: `problem` names the bad line of a
-    damaged log (`session.jsonl:LINE: what`; the counts are of the lines before
-    it, what loads), or says why the log cannot be read (counts null). Nothing
+    "last_activity", "last_message", "modified", "one_shot", "problem"}`: `problem`
+    names the bad line of a damaged log (`session.jsonl:LINE: what`; the counts are of
+    the lines before it, what loads), or says why the log cannot be read (counts null). Nothing
     is changed on disk.
     """
-    threads = list_threads(home, config.user_id, verify=True)
+    threads = list_threads(home, config.user_id)
     if as_json:
         print(safe_json([_thread_object(info) for info in threads]))
         return 0
@@ -37,15 +38,15 @@ def list_threads_command(config: Config, home: Path, *, as_json: bool = False) -
         print(f"no threads for user {config.user_id!r} in {home}")
         return 0
     for info in threads:
-        stamp = local_time(info.last_activity) or info.modified.astimezone().strftime(
-            "%Y-%m-%d %H:%M"
-        )
+        stamp = info.changed.astimezone().strftime("%Y-%m-%d %H:%M")
         if info.messages is None:  # unreadable: nothing to count
             print(safe_text(f"{info.id}  {stamp}  {info.title}  [damaged: {info.problem}]"))
             continue
         messages = _plural(info.messages, "message")
         counts = f"{messages}, {_plural(info.compactions or 0, 'compaction')}"
         line = f"{info.id}  {stamp}  {counts:28}  {info.title}"
+        if info.one_shot:
+            line += "  [-p]"
         if info.problem:
             line += f"  [damaged: {info.problem}; trove doctor {info.id} repairs it]"
         print(safe_text(line))
@@ -63,7 +64,9 @@ def _thread_object(info: ThreadInfo) -> dict[str, Any]:
         "messages": info.messages,
         "compactions": info.compactions,
         "last_activity": info.last_activity or None,
+        "last_message": info.last_message or None,
         "modified": info.modified.isoformat(),
+        "one_shot": info.one_shot,
         "problem": info.problem,
     }
 

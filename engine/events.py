@@ -262,6 +262,18 @@ class SessionRewind(Event, tag="session/rewind", kw_only=True, frozen=True):
     prompt: int | None = None
 
 
+class SessionTitle(Event, tag="session/title", kw_only=True, frozen=True):
+    """`/rename`: the thread's title from here on, instead of its first prompt (the
+    listing reads the last one in the file, on whatever branch)."""
+
+    title: str = ""
+
+
+class SessionOneShot(Event, tag="session/one-shot", kw_only=True, frozen=True):
+    """The thread was begun by `trove -p` (one turn, then exit), written ahead of its
+    first prompt so the listing can mark it."""
+
+
 class PromptDraft(Event, tag="prompt/draft", kw_only=True, frozen=True):
     """What the prompt held, unsent, when a front end closed the thread ("" once it no
     longer holds what an earlier draft kept): the next front end to open the thread
@@ -310,6 +322,8 @@ KnownEvent = (
     | EndSeed
     | SessionFork
     | SessionRewind
+    | SessionTitle
+    | SessionOneShot
     | PromptDraft
     | NoteSet
     | NoteDelete

@@ -6,6 +6,7 @@ builds the same Runtime, so they cannot drift apart in behaviour.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,6 +17,7 @@ from msgspec import UNSET, Struct, field
 from engine.compaction import CompactService
 from engine.config import Config
 from engine.driver import Driver
+from engine.errors import TroveError
 from engine.events import CompactArchived, CompactEnd, CompactStart, LogEvent, UserMessage
 from engine.log import SessionLog
 from engine.model import ClientFactory, ModelClient
@@ -176,6 +178,15 @@ class Runtime(Struct):
     port: Port
     notices: list[str] = field(default_factory=list)
     backend: Backend | None = None
+    deleting: bool = False
+    """/delete of this thread: its directory is removed once it is closed (`aclose`)."""
+    closing_notice: str | None = None
+    """What closing it did beyond closing (a /delete: done, or why not), for the front end."""
+    closing_failed: bool = False
+
+    def delete_on_close(self) -> None:
+        """Remove this thread's directory, log and archive, once `aclose` has closed it."""
+        self.deleting = True
 
     @property
     def continuity(self) -> ContinuityContext | None:
@@ -333,6 +344,21 @@ class Runtime(Struct):
             self.notices.append(f"could not fsync {self.thread.log.path}: {exc}")
         try:
             # A long thread's next open decodes its events from a snapshot (engine.log.snapshot).
-            await run_drained(self.thread.log.keep_snapshot)
+            if not self.deleting:
+                await run_drained(self.thread.log.keep_snapshot)
         finally:
             self.thread.close()
+        if self.deleting:
+            await self._delete_closed()
+
+    async def _delete_closed(self) -> None:
+        from engine.workspace.removal import remove_thread
+
+        thread = self.thread
+        try:
+            await asyncio.to_thread(remove_thread, self.home, thread.user_id, thread.id)
+        except (TroveError, OSError) as exc:
+            self.closing_failed = True
+            self.closing_notice = f"Thread {thread.id} was not deleted: {exc}"
+        else:
+            self.closing_notice = f"Deleted thread {thread.id} and its archive."

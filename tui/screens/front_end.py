@@ -49,6 +49,12 @@ class ChatFrontEnd:
     def actions(self) -> Iterable[Command]:
         return app_actions(self)
 
+    async def confirm(self, question: str) -> bool:
+        """A yes/no dialog (/delete); the command waits for the answer."""
+        from tui.screens.confirm import ask
+
+        return await ask(self._screen.app, question)
+
     # the Shell of tui.actions: the screen's own keys' actions, once the command returned
 
     def show_help(self) -> None:
@@ -56,6 +62,14 @@ class ChatFrontEnd:
 
     def choose_thread(self) -> None:
         self._screen.call_later(self._screen.run_action, "threads")
+
+    async def switch_to(self, ref: str) -> str:
+        from engine.runtime.commands_threads import switch_named
+
+        runtime = self._runtime()
+        if runtime is None:
+            return "no thread is open"
+        return await switch_named(runtime, self, ref)
 
     def choose_rewind(self) -> None:
         self._screen.call_later(self._screen.run_action, "rewind")

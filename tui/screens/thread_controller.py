@@ -59,7 +59,9 @@ class ThreadController:
         opening.claim()
         return await _opened(opening)
 
-    def _start(self, opened: Opened) -> None:
+    def _start(self, opened: Opened, *, said: str | None = None) -> None:
+        """Show the opened thread; `said` is what closing the last one did (a /delete of
+        it), shown with the new thread's notices."""
         runtime = Runtime.assemble(
             self.config,
             self.home,
@@ -70,6 +72,8 @@ class ThreadController:
             front_end=self.front_end,
             defer_continuity=True,  # completed once the first frame is drawn (warm_up)
         )
+        if said is not None:
+            runtime.notices.append(said)
         self.runtime = runtime
         self._on_open(runtime, opened.kept)
 
@@ -116,8 +120,9 @@ class ThreadController:
             opened = await self._load(thread_id)
         except (LogCorruptError, ThreadNotFoundError, OSError) as exc:
             return str(exc)
+        old = self.runtime
         await self.close()
-        self._start(opened)
+        self._start(opened, said=old.closing_notice if old is not None else None)
         return None
 
     async def close(self) -> None:

@@ -9,7 +9,7 @@ inspector follow the log too.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from textual.screen import Screen
@@ -30,6 +30,15 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from tui.drawn_lines import DrawnReply, Kept
+
+
+def thread_title(events: Sequence[ev.LogEvent]) -> str:
+    """The title `/rename` gave the thread last ("" when none): the title bar shows it in
+    place of the thread's id. Read from the end: a rename is rare, and recent."""
+    for event in reversed(events):
+        if isinstance(event, ev.SessionTitle):
+            return " ".join(event.title.split())
+    return ""
 
 
 class ThreadView:
@@ -58,7 +67,7 @@ class ThreadView:
         back in the input; its state."""
         settings = self._settings
         title = self._screen.query_one(TitleBar)
-        title.thread = runtime.thread.id
+        title.thread = thread_title(runtime.thread.log.file_events) or runtime.thread.id
         title.model = settings.model_label
         transcript = self._screen.query_one(Transcript)
         transcript.remove_children()
@@ -90,6 +99,8 @@ class ThreadView:
         if isinstance(event, ev.SessionRewind):
             self._rewound(runtime)
             return
+        if isinstance(event, ev.SessionTitle):
+            self._screen.query_one(TitleBar).thread = thread_title([event]) or runtime.thread.id
         self._screen.query_one(Transcript).show_event(event)
         if isinstance(event, ev.AssistantMessage | ev.UserMessage | ev.ToolResult | ev.CompactEnd):
             self.context(runtime)
