@@ -91,8 +91,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="reopen the thread with the newest message",
     )
-    parser.add_argument(
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
         "--local", action="store_true", help="use the offline local model (the local extra)"
+    )
+    which.add_argument(
+        "--model",
+        metavar="NAME",
+        help="one of the config's models: entries (else $TROVE_MODEL, else model.default)",
     )
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     threads = sub.add_parser("threads", help="list threads of the user")
@@ -133,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Options that take a value, wherever they may appear before a search query.
 _VALUE_OPTIONS = {
-    *("--home", "--config", "--user", "--thread"),
+    *("--home", "--config", "--user", "--thread", "--model"),
     *("-p", "--prompt", "--role", "--offset", "--max-threads"),
 }
 _SEARCH_FLAGS = {"--json", "--all", "-h", "--help"}
@@ -228,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from engine.model.backend import choose_backend
 
         try:
-            backend = choose_backend(config, os.environ, force_local=args.local)
+            backend = choose_backend(config, os.environ, force_local=args.local, model=args.model)
         except ConfigError as exc:  # BackendError is a ConfigError: one line, exit 2
             return _fail(str(exc), EXIT_USAGE)
         tty = sys.stdin.isatty() and sys.stdout.isatty()

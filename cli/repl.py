@@ -85,6 +85,10 @@ class PlainRepl:
     def actions(self) -> Iterable[Command]:
         return ()
 
+    def model_changed(self, backend: Backend) -> None:
+        """/model switched the open thread's model: the next thread opened uses it too."""
+        self.backend = backend
+
     def prefill(self, text: str) -> bool:
         """`/rewind N`: the prompt's text into the live input line, ready to edit and send.
         From a pipe there is no input line: False, and the command prints the text."""
@@ -296,8 +300,10 @@ class PlainRepl:
         # Raw mode from here on, between prompts too: Ctrl-C, Ctrl-D and text typed at any
         # moment wait in the terminal for the next prompt (held_raw_input).
         with terminal.held_raw_mode():
+            backend = self.runtime.backend
+            model = backend.label if backend is not None else self.runtime.config.model.name
             self.printer.say(
-                f"trove · thread {thread.id} · model {self.runtime.config.model.name}"
+                f"trove · thread {thread.id} · model {model}"
                 " — /help for commands, Ctrl-C cancels or clears, Ctrl-D quits"
             )
             # The prompt left unsent when the thread was last closed (engine.threads.draft).

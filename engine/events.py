@@ -124,6 +124,10 @@ class AssistantMessage(Event, tag="assistant/message", kw_only=True, frozen=True
     replies) decodes as Python's one shared `()` where a list would be 56 bytes each."""
     usage: Usage | None = None
     model: str | None = None
+    """The model id the server said wrote it."""
+    model_entry: str | None = None
+    """The config's `models:` entry that was in use (None: `model:` itself, or a log
+    written before named models: left out of the line, so older logs read the same)."""
     finish_reason: str | None = None
     cancelled: bool = False
     interrupted: bool = False

@@ -183,6 +183,22 @@ class Runtime(Struct):
     closing_notice: str | None = None
     """What closing it did beyond closing (a /delete: done, or why not), for the front end."""
     closing_failed: bool = False
+    relay: DriverRelay | None = None
+    """What tells the front ends of the model client's retries and waits."""
+
+    def use_model(self, backend: Backend) -> ModelClient:
+        """Talk to `backend`'s model from the next request on (/model), its context window
+        the compaction's; returns the old client, for the caller to close. Only between
+        turns: the caller refuses while a turn or a compaction runs."""
+        old, client = self.model, backend.make_client(self.relay)
+        self.model = self.driver.model = self.compaction.model = client
+        self.driver.model_entry = backend.entry
+        self.driver.system_prompt = "" if backend.kind == "local" else SYSTEM_PROMPT
+        self.compaction.context_window = backend.context_window
+        if self._continuity is not None:
+            self._continuity.offer_tools(backend.tools_enabled)
+        self.backend = backend
+        return old
 
     def delete_on_close(self) -> None:
         """Remove this thread's directory, log and archive, once `aclose` has closed it."""
@@ -290,6 +306,7 @@ class Runtime(Struct):
             surface=surface,
             observers=[relay],
         )
+        driver.model_entry = backend.entry if backend is not None else None
         thread.log.subscribe(relay.on_event)
         if continuity is not None and not defer_continuity:
             continuity.complete()
@@ -312,6 +329,7 @@ class Runtime(Struct):
             port,
             notices=notices,
             backend=backend,
+            relay=relay,
         )
         register_builtins(runtime, front_end)
         return runtime

@@ -14,6 +14,7 @@ import asyncio
 from engine.compaction import CompactionCancelled, CompactionError
 from engine.driver import DriverClosedError
 from engine.runtime.commands import CommandError, FrontEnd
+from engine.runtime.commands_model import register_model_command
 from engine.runtime.commands_threads import register_thread_commands
 from engine.runtime.export import ExportError, export_thread
 from engine.runtime.host import Host
@@ -89,6 +90,7 @@ def register_builtins(runtime: Host, front: FrontEnd | None) -> None:
         return f"Nothing to steer right now: sent as a prompt of its own (#{item})."
 
     register_thread_commands(runtime, front)
+    register_model_command(runtime, front)
     _register_rewind(runtime, front)
     if front is not None:
         _register_switches(runtime, front)

@@ -25,7 +25,8 @@ def thread_markdown(thread_id: str, events: list[LogEvent]) -> str:
     nobody takes it for a whole answer: "_(reply cancelled)_" when the user
     stopped it, "_(reply cut off: …)_" with the turn's error when the stream
     failed. A steer (text sent while a reply ran, read by the model before its
-    next step) starts with "**Steer:**".
+    next step) starts with "**Steer:**". A reply written by one of the config's named
+    models says which: "## Assistant (deep)".
     """
     lines = [f"# Trove thread {thread_id}", ""]
     for index, event in enumerate(events):
@@ -34,7 +35,8 @@ def thread_markdown(thread_id: str, events: list[LogEvent]) -> str:
             steer = "**Steer:** " if event.placement == "next-step" else ""
             lines += [f"## {label}", "", steer + event.text, ""]
         elif isinstance(event, AssistantMessage):
-            lines += ["## Assistant", "", event.content or "", ""]
+            named = f" ({event.model_entry})" if event.model_entry else ""  # /model: which
+            lines += [f"## Assistant{named}", "", event.content or "", ""]
             for call in event.calls:
                 lines += [f"- tool `{call.name}`: `{call.arguments}`"]
             if event.cancelled:

@@ -9,13 +9,15 @@ from typing import Protocol
 from engine.compaction import CompactService
 from engine.config import Config
 from engine.driver import Driver
+from engine.model import ModelClient
 from engine.model.backend import Backend
 from engine.runtime.commands import CommandRegistry
 from engine.threads.thread import Thread
 
 
 class Host(Protocol):
-    """Read-only here, but for `delete_on_close` (/delete of the thread in use)."""
+    """Read-only here, but for `use_model` (/model) and `delete_on_close` (/delete of the
+    thread in use)."""
 
     @property
     def home(self) -> Path: ...
@@ -31,4 +33,7 @@ class Host(Protocol):
     def compaction(self) -> CompactService: ...
     @property
     def backend(self) -> Backend | None: ...
+    @property
+    def model(self) -> ModelClient: ...
+    def use_model(self, backend: Backend) -> ModelClient: ...
     def delete_on_close(self) -> None: ...

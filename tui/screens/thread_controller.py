@@ -54,6 +54,11 @@ class ThreadController:
         self.backend = backend
         self.runtime: Runtime | None = None
 
+    def use_model(self, backend: Backend) -> None:
+        """/model switched the model: the threads opened from now on talk to it."""
+        self.backend = backend
+        self.model = None  # a client given at launch (tests) gives way to the backend's
+
     async def _load(self, thread_id: str | None, new_id: str | None = None) -> Opened:
         opening = Opening(self.config, self.home, thread_id, new_id)
         opening.claim()

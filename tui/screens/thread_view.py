@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from textual.screen import Screen
 
 from engine import events as ev
+from engine.model.backend import Backend
 from engine.port import EngineState
 from engine.runtime import Runtime
 from tui.screens.chat_settings import ChatSettings
@@ -68,7 +69,7 @@ class ThreadView:
         settings = self._settings
         title = self._screen.query_one(TitleBar)
         title.thread = thread_title(runtime.thread.log.file_events) or runtime.thread.id
-        title.model = settings.model_label
+        title.model = self.model_label(runtime)
         transcript = self._screen.query_one(Transcript)
         transcript.remove_children()
         if not settings.configured:
@@ -76,7 +77,7 @@ class ThreadView:
 
             transcript.mount(FirstRunPanel(settings.config_label))
         elif is_empty(runtime.thread.log.events):
-            transcript.mount(Welcome(settings.model_label, runtime.thread.dir))
+            transcript.mount(Welcome(self.model_label(runtime), runtime.thread.dir))
             backend = settings.backend
             if backend is not None and tiny_offline(backend):
                 transcript.mount(TinyModelNote(backend, settings.config_label))
@@ -93,6 +94,16 @@ class ThreadView:
         self.context(runtime)
         self.state(runtime.state())
         self._inspector.bind(runtime)
+
+    def model_label(self, runtime: Runtime) -> str:
+        """The model as the header names it: the runtime's (/model may have switched it)."""
+        backend = runtime.backend
+        return backend.label if backend is not None else self._settings.model_label
+
+    def model_changed(self, runtime: Runtime, backend: Backend) -> None:
+        """/model switched the model: its name and its context window's figure."""
+        self._screen.query_one(TitleBar).model = backend.label
+        self.context(runtime)
 
     def event(self, runtime: Runtime, event: ev.LogEvent) -> None:
         """An event the log just took."""
