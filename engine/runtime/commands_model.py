@@ -65,7 +65,7 @@ def busy(runtime: Host) -> str | None:
 def register_model_command(runtime: Host, front: FrontEnd | None) -> None:
     @runtime.commands.add(
         "model",
-        "list the models; /model NAME switches to one from the next reply on",
+        "list the models; /model NAME switches from the next reply on",
         takes_args=True,
         usage="[NAME]",
     )
