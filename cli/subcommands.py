@@ -21,8 +21,9 @@ from engine.workspace.listing import ThreadInfo, list_threads
 
 
 def list_threads_command(config: Config, home: Path, *, as_json: bool = False) -> int:
-    """Each thread's title, message count, compactions and when a message was last
-    written, that newest first; `[-p]` marks a thread `trove -p` began.
+    """Each thread's number (what `--thread N` takes), title, message count, compactions
+    and when a message was last written, that newest first; `[-p]` marks a thread
+    `trove -p` began.
 
     `--json` prints a list of objects: `{"id", "title", "messages", "compactions",
     "last_activity", "last_message", "modified", "one_shot", "problem"}`: `problem`
@@ -37,14 +38,15 @@ def list_threads_command(config: Config, home: Path, *, as_json: bool = False) -
     if not threads:
         print(f"no threads for user {config.user_id!r} in {home}")
         return 0
-    for info in threads:
+    for number, info in enumerate(threads, 1):  # the number `--thread N` takes
         stamp = info.changed.astimezone().strftime("%Y-%m-%d %H:%M")
         if info.messages is None:  # unreadable: nothing to count
-            print(safe_text(f"{info.id}  {stamp}  {info.title}  [damaged: {info.problem}]"))
+            line = f"{number:>3}  {info.id}  {stamp}  {info.title}  [damaged: {info.problem}]"
+            print(safe_text(line))
             continue
         messages = _plural(info.messages, "message")
         counts = f"{messages}, {_plural(info.compactions or 0, 'compaction')}"
-        line = f"{info.id}  {stamp}  {counts:28}  {info.title}"
+        line = f"{number:>3}  {info.id}  {stamp}  {counts:28}  {info.title}"
         if info.one_shot:
             line += "  [-p]"
         if info.problem:

@@ -269,7 +269,7 @@ def test_threads_lists_and_common_options_go_before_or_after(
         assert result.stderr == ""
         lines = result.stdout.splitlines()
         assert len(lines) == 1
-        assert lines[0].startswith(thread_id)
+        assert lines[0].startswith(f"  1  {thread_id}")
         assert "what is a trove" in lines[0]
     assert before.stdout == after.stdout
 

@@ -219,7 +219,7 @@ def test_threads_lists_healthy_threads_and_marks_a_damaged_one(env: Env) -> None
     result = trove(*env.common, "threads")
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
-    rows = {line.split()[0]: line for line in result.stdout.splitlines()}
+    rows = {line.split()[1]: line for line in result.stdout.splitlines()}
     assert "a healthy question" in rows["good"]
     assert "damaged" not in rows["good"]
     assert "damaged" in rows["broken"] and "session.jsonl:2" in rows["broken"]

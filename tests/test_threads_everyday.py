@@ -96,6 +96,8 @@ def test_thread_option_takes_a_number_or_a_prefix(env: Env, server: ScriptedServ
     }
     assert replies["20250101-aaaa"] == ["ok", "by number"]
     assert replies["20250202-beef"] == ["ok", "by prefix"]
+    listed = trove("threads", *env.common).stdout.splitlines()
+    assert listed[0].startswith("  1  20250202-beef") and listed[1].startswith("  2  20250101-aaaa")
     ambiguous = trove("-p", "hi", "--thread", "2025", *env.common)
     assert ambiguous.returncode == 2
     assert "20250101-aaaa, 20250202-beef" in _one_line(ambiguous.stderr)
