@@ -295,3 +295,24 @@ def test_plain_at_a_terminal_asks_in_the_prompt_line(env: Env, server: ScriptedS
     finally:
         terminal.close()
     assert "Traceback" not in terminal.seen
+
+
+def test_continue_in_the_app_at_a_real_terminal(env: Env) -> None:
+    """`trove -c` (the Textual app, at a pty) shows the thread with the newest message."""
+    from tests.test_plain_tty import Terminal
+
+    _made(env.home, "20250101-aaaa", "the older one", at=1_000)
+    thread = Thread.create(env.home, "local", "20250202-beef")
+    moment = datetime.fromtimestamp(2_000, UTC)
+    thread.log.clock = lambda: moment
+    thread.log.append(ev.UserMessage(text="the newer one"))
+    thread.log.append(ev.AssistantMessage(content="noted: QUOKKA-8"))
+    thread.close()
+    term = Terminal(env, "-c")
+    try:
+        term.wait_for(r"noted: QUOKKA-8")
+        term.type("\x11")  # Ctrl+Q
+        term.wait_for(r"resume with: .*--thread 20250202-beef")
+        assert term.proc.wait(timeout=20) == 0
+    finally:
+        term.close()
