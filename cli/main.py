@@ -11,7 +11,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from engine.config import Config
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -43,13 +46,35 @@ def _common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     parser.add_argument("--home", type=Path, default=default, help="data directory")
     parser.add_argument("--config", type=Path, default=default, help="config file")
     parser.add_argument("--user", default=default, help="user id (default from config)")
-    parser.add_argument("--thread", default=default, help="thread id to resume")
+    parser.add_argument(
+        "--thread",
+        default=default,
+        help="the thread: its id, a unique prefix of it, or its number in `trove threads`",
+    )
+
+
+class _Version(argparse.Action):
+    """`--version`: the installed distribution's version, looked up only when asked."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("trove")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            number = "unknown (not installed)"
+        print(f"trove {number}")
+        parser.exit(EXIT_OK)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="trove", description="A terminal chat app that never loses what it compacts."
     )
+    parser.add_argument("--version", action=_Version)
     _common(parser, suppress=False)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--plain", action="store_true", help="plain prompt-toolkit REPL")
@@ -60,7 +85,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="one turn, answer on stdout, exit; piped stdin is appended; - reads it all",
     )
     parser.add_argument(
+        "-c",
+        "--continue",
+        dest="resume_latest",
+        action="store_true",
+        help="reopen the thread with the newest message",
+    )
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
         "--local", action="store_true", help="use the offline local model (the local extra)"
+    )
+    which.add_argument(
+        "--model",
+        metavar="NAME",
+        help="one of the config's models: entries (else $TROVE_MODEL, else model.default)",
     )
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     threads = sub.add_parser("threads", help="list threads of the user")
@@ -101,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Options that take a value, wherever they may appear before a search query.
 _VALUE_OPTIONS = {
-    *("--home", "--config", "--user", "--thread"),
+    *("--home", "--config", "--user", "--thread", "--model"),
     *("-p", "--prompt", "--role", "--offset", "--max-threads"),
 }
 _SEARCH_FLAGS = {"--json", "--all", "-h", "--help"}
@@ -148,6 +186,24 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
+def _chosen_thread(args: argparse.Namespace, config: Config, home: Path) -> str | None:
+    """The thread `--thread` names (an id, a prefix, a list number) or `--continue` means
+    (the one with the newest message); None for a new thread. Raises ThreadNotFoundError."""
+    from engine.threads.paths import ThreadNotFoundError
+    from engine.workspace.listing import latest_thread, resolve_thread
+
+    if getattr(args, "resume_latest", False):
+        if args.thread:
+            raise ThreadNotFoundError("--continue reopens the newest thread: leave out --thread")
+        latest = latest_thread(home, config.user_id)
+        if latest is None:
+            raise ThreadNotFoundError(f"no thread to continue for user {config.user_id!r}")
+        return latest
+    if not args.thread:
+        return None
+    return resolve_thread(home, config.user_id, args.thread)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(_dash_query(words))
@@ -167,6 +223,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not valid_user_id(args.user):
             return _fail(f"--user: invalid user id {args.user!r}", EXIT_USAGE)
         config = config.with_user(args.user)
+    try:
+        args.thread = _chosen_thread(args, config, home)
+    except ThreadNotFoundError as exc:
+        return _fail(str(exc), EXIT_USAGE)
     backend = None
     if args.command is None:  # chat modes only: threads/history/notes need no model
         import os
@@ -174,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from engine.model.backend import choose_backend
 
         try:
-            backend = choose_backend(config, os.environ, force_local=args.local)
+            backend = choose_backend(config, os.environ, force_local=args.local, model=args.model)
         except ConfigError as exc:  # BackendError is a ConfigError: one line, exit 2
             return _fail(str(exc), EXIT_USAGE)
         tty = sys.stdin.isatty() and sys.stdout.isatty()

@@ -2,7 +2,9 @@
 
 The prompt can come from stdin too, as with other command-line LLM tools:
 `-p -` reads the whole prompt from stdin, and `-p QUESTION` with stdin that is
-not a terminal appends what stdin holds (see `oneshot_prompt`).
+not a terminal appends what stdin holds (see `oneshot_prompt`). A prompt that
+is a command (`-p /export`) runs it instead, with no one to ask a question
+(engine.runtime.commands_threads). A thread `-p` begins is marked as such.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from typing import BinaryIO
 from cli.printer import StreamPrinter
 from engine.config import Config
 from engine.errors import TroveError
+from engine.events import SessionOneShot
 from engine.model.backend import Backend
 from engine.runtime import Runtime
+from engine.runtime.commands import is_command
 
 STDIN_PROMPT = "-"
 """`-p -`: the prompt is stdin's text."""
@@ -44,7 +48,7 @@ def oneshot_prompt(question: str, stdin: BinaryIO | None) -> str:
         return text
     if not question.strip():
         raise PromptUsageError('-p: the prompt is empty (give text, or "-p -" to read stdin)')
-    if stdin is None or stdin.isatty():
+    if stdin is None or stdin.isatty() or is_command(question):  # a command takes no stdin
         return question
     extra = _read_stdin(stdin)
     return f"{question}\n\n{extra}" if extra.strip() else question
@@ -75,12 +79,28 @@ async def _oneshot(
     printer = StreamPrinter()
     runtime = Runtime.open(config, home, thread_id=thread_id, backend=backend)
     printer.attach(runtime)
+    failed = False
     try:
-        runtime.driver.send(prompt)
-        await runtime.driver.when_idle()
+        if is_command(prompt):
+            result = await runtime.commands.run(prompt)
+            failed = not result.ok
+            if failed:
+                printer.error(result.text)
+            elif result.shown:
+                printer.say(result.text)
+        else:
+            if prompt.lstrip().startswith("//"):  # an escaped slash: a prompt, not a command
+                prompt = prompt.lstrip()[1:]
+            if not runtime.thread.log.exists:
+                runtime.thread.log.append(SessionOneShot())  # `trove threads` marks it
+            runtime.driver.send(prompt)
+            await runtime.driver.when_idle()
     finally:
         await runtime.aclose()
-    return 1 if printer.errors else 0
+    if runtime.closing_notice is not None:  # a /delete of the thread itself
+        failed = failed or runtime.closing_failed
+        (printer.error if runtime.closing_failed else printer.say)(runtime.closing_notice)
+    return 1 if printer.errors or failed else 0
 
 
 def run_oneshot(

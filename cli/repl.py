@@ -61,6 +61,9 @@ class PlainRepl:
         self.quit_requested = False
         self._session: Any = None
         """The live prompt-toolkit session at a terminal (None: lines come from a pipe)."""
+        self._answer: asyncio.Future[bool] | None = None
+        self._question = ""
+        """A command's yes/no question waiting for the next line (`confirm`)."""
 
     @property
     def runtime(self) -> Runtime:
@@ -82,6 +85,10 @@ class PlainRepl:
     def actions(self) -> Iterable[Command]:
         return ()
 
+    def model_changed(self, backend: Backend) -> None:
+        """/model switched the open thread's model: the next thread opened uses it too."""
+        self.backend = backend
+
     def prefill(self, text: str) -> bool:
         """`/rewind N`: the prompt's text into the live input line, ready to edit and send.
         From a pipe there is no input line: False, and the command prints the text."""
@@ -92,6 +99,29 @@ class PlainRepl:
 
         session.default_buffer.set_document(Document(text, len(text)), bypass_readonly=True)
         session.app.invalidate()
+        return True
+
+    async def confirm(self, question: str) -> bool:
+        """A yes/no question (/delete): the next line typed answers it, y or yes for yes.
+        From a pipe, the script's next line answers it (none: no)."""
+        if self._session is None:
+            self.printer.say(f"{question} [y/N]")
+            line = await asyncio.to_thread(sys.stdin.readline)
+            return _yes(line)
+        self._answer = asyncio.get_running_loop().create_future()
+        self._question = question
+        self._session.app.invalidate()
+        try:
+            return await self._answer
+        finally:
+            self._answer, self._question = None, ""
+
+    def _answered(self, line: str) -> bool:
+        """Whether `line` answered a waiting question (and so is no prompt or command)."""
+        answer = self._answer
+        if answer is None or answer.done():
+            return False
+        answer.set_result(_yes(line))
         return True
 
     # -- threads -----------------------------------------------------------------------
@@ -151,12 +181,23 @@ class PlainRepl:
             unsubscribe()
         if old is not None:
             await old.aclose()
+            self._closed(old)
         self.printer.notice(f"[thread {runtime.thread.id}]")
+
+    def _closed(self, runtime: Runtime) -> None:
+        """What closing a thread did beyond closing it (a /delete), said once."""
+        if runtime.closing_notice is None:
+            return
+        if runtime.closing_failed:
+            self.printer.error(runtime.closing_notice)
+        else:
+            self.printer.say(runtime.closing_notice)
 
     async def aclose(self) -> None:
         if self._runtime is not None:
             runtime, self._runtime = self._runtime, None
             await runtime.aclose()
+            self._closed(runtime)
 
     # -- input -------------------------------------------------------------------------
 
@@ -242,7 +283,8 @@ class PlainRepl:
             # The reply's unfinished line sits above the input, so text shows as it
             # arrives without being drawn into the line being typed.
             partial = printer.partial
-            return f"{partial}\n› " if partial else "› "
+            mark = f"{self._question} [y/N] " if self._question else "› "
+            return f"{partial}\n{mark}" if partial else mark
 
         def redraw() -> None:
             app = session.app
@@ -258,8 +300,10 @@ class PlainRepl:
         # Raw mode from here on, between prompts too: Ctrl-C, Ctrl-D and text typed at any
         # moment wait in the terminal for the next prompt (held_raw_input).
         with terminal.held_raw_mode():
+            backend = self.runtime.backend
+            model = backend.label if backend is not None else self.runtime.config.model.name
             self.printer.say(
-                f"trove · thread {thread.id} · model {self.runtime.config.model.name}"
+                f"trove · thread {thread.id} · model {model}"
                 " — /help for commands, Ctrl-C cancels or clears, Ctrl-D quits"
             )
             # The prompt left unsent when the thread was last closed (engine.threads.draft).
@@ -271,6 +315,8 @@ class PlainRepl:
                             message, default=draft, pre_run=history_in_place
                         )
                         draft = ""
+                        if self._answered(line):
+                            continue
                         history.accepted(line)
                     except KeyboardInterrupt:
                         draft = self._interrupt(session.default_buffer.document, history)
@@ -322,6 +368,10 @@ class PlainRepl:
         if task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+def _yes(line: str) -> bool:
+    return line.strip().lower() in ("y", "yes")
 
 
 async def _plain(

@@ -21,31 +21,34 @@ from engine.workspace.listing import ThreadInfo, list_threads
 
 
 def list_threads_command(config: Config, home: Path, *, as_json: bool = False) -> int:
-    """Each thread's title, message count, compactions and last activity, newest first.
+    """Each thread's number (what `--thread N` takes), title, message count, compactions
+    and when a message was last written, that newest first; `[-p]` marks a thread
+    `trove -p` began.
 
     `--json` prints a list of objects: `{"id", "title", "messages", "compactions",
-    "last_activity", "modified", "problem"}`: `problem` names the bad line of a
-    damaged log (`session.jsonl:LINE: what`; the counts are of the lines before
-    it, what loads), or says why the log cannot be read (counts null). Nothing
+    "last_activity", "last_message", "modified", "one_shot", "problem"}`: `problem`
+    names the bad line of a damaged log (`session.jsonl:LINE: what`; the counts are of
+    the lines before it, what loads), or says why the log cannot be read (counts null). Nothing
     is changed on disk.
     """
-    threads = list_threads(home, config.user_id, verify=True)
+    threads = list_threads(home, config.user_id)
     if as_json:
         print(safe_json([_thread_object(info) for info in threads]))
         return 0
     if not threads:
         print(f"no threads for user {config.user_id!r} in {home}")
         return 0
-    for info in threads:
-        stamp = local_time(info.last_activity) or info.modified.astimezone().strftime(
-            "%Y-%m-%d %H:%M"
-        )
+    for number, info in enumerate(threads, 1):  # the number `--thread N` takes
+        stamp = info.changed.astimezone().strftime("%Y-%m-%d %H:%M")
         if info.messages is None:  # unreadable: nothing to count
-            print(safe_text(f"{info.id}  {stamp}  {info.title}  [damaged: {info.problem}]"))
+            line = f"{number:>3}  {info.id}  {stamp}  {info.title}  [damaged: {info.problem}]"
+            print(safe_text(line))
             continue
         messages = _plural(info.messages, "message")
         counts = f"{messages}, {_plural(info.compactions or 0, 'compaction')}"
-        line = f"{info.id}  {stamp}  {counts:28}  {info.title}"
+        line = f"{number:>3}  {info.id}  {stamp}  {counts:28}  {info.title}"
+        if info.one_shot:
+            line += "  [-p]"
         if info.problem:
             line += f"  [damaged: {info.problem}; trove doctor {info.id} repairs it]"
         print(safe_text(line))
@@ -63,7 +66,9 @@ def _thread_object(info: ThreadInfo) -> dict[str, Any]:
         "messages": info.messages,
         "compactions": info.compactions,
         "last_activity": info.last_activity or None,
+        "last_message": info.last_message or None,
         "modified": info.modified.isoformat(),
+        "one_shot": info.one_shot,
         "problem": info.problem,
     }
 
@@ -106,6 +111,9 @@ def archive_command(args: argparse.Namespace, config: Config, home: Path) -> int
             print("trove: --all searches every thread; leave out --thread", file=sys.stderr)
             return 2
         return search_all_command(args, config, home)
+    reading = args.command == "history" and args.history_command == "read"
+    if reading and not args.thread:
+        return read_anywhere(args, config, home)
     thread_id = args.thread or latest_thread(home, config.user_id)
     if thread_id is None:
         raise ThreadNotFoundError(f"no threads for user {config.user_id!r} in {home}")
@@ -140,6 +148,42 @@ def archive_command(args: argparse.Namespace, config: Config, home: Path) -> int
         where = "" if page else f"thread {thread_id}: "
         print(safe_text(where + render(result)))
     return 1 if result.get("status") == "error" else 0
+
+
+def read_anywhere(args: argparse.Namespace, config: Config, home: Path) -> int:
+    """`history read ID` without `--thread`: the page from whichever of the user's threads
+    holds the source (engine.workspace.find_source), as if `--thread` had named it."""
+    from engine.workspace.find_source import threads_holding
+    from engine.workspace.reports import cli_read, render_read
+
+    if args.offset < 0:
+        print("trove: --offset must be 0 or more", file=sys.stderr)
+        return 2
+    result: dict[str, Any] = {}
+    for thread_id in threads_holding(home, config.user_id, args.source_id):
+        result = cli_read(home, config.user_id, thread_id, args.source_id, args.offset)
+        if result.get("status") != "error" or result.get("error") == "invalid_offset":
+            break
+    else:
+        probe = cli_read_probe(args.source_id)
+        if probe is not None:  # a malformed id: the tool's own answer, as with --thread
+            return _bad_usage(probe, as_json=args.json)
+        message = f"no thread of user {config.user_id!r} holds source {args.source_id}"
+        result = {"status": "error", "error": "source_unavailable", "message": message}
+    if result.get("error") == "invalid_arguments":
+        return _bad_usage(result, as_json=args.json)
+    print(safe_json(result) if args.json else safe_text(render_read(result)))
+    return 1 if result.get("status") == "error" else 0
+
+
+def cli_read_probe(source_id: str) -> dict[str, Any] | None:
+    """The read tool's refusal of a malformed id, checked without any thread (None: well
+    formed)."""
+    from engine.continuity.context import Snapshot
+    from engine.continuity.tools import read_result
+
+    result = read_result(Snapshot([], [], "", None), {"source_id": source_id, "offset": 0})
+    return result if result.get("error") == "invalid_arguments" else None
 
 
 def _bad_usage(result: dict[str, Any], *, as_json: bool) -> int:

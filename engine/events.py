@@ -124,6 +124,10 @@ class AssistantMessage(Event, tag="assistant/message", kw_only=True, frozen=True
     replies) decodes as Python's one shared `()` where a list would be 56 bytes each."""
     usage: Usage | None = None
     model: str | None = None
+    """The model id the server said wrote it."""
+    model_entry: str | None = None
+    """The config's `models:` entry that was in use (None: `model:` itself, or a log
+    written before named models: left out of the line, so older logs read the same)."""
     finish_reason: str | None = None
     cancelled: bool = False
     interrupted: bool = False
@@ -262,6 +266,18 @@ class SessionRewind(Event, tag="session/rewind", kw_only=True, frozen=True):
     prompt: int | None = None
 
 
+class SessionTitle(Event, tag="session/title", kw_only=True, frozen=True):
+    """`/rename`: the thread's title from here on, instead of its first prompt (the
+    listing reads the last one in the file, on whatever branch)."""
+
+    title: str = ""
+
+
+class SessionOneShot(Event, tag="session/one-shot", kw_only=True, frozen=True):
+    """The thread was begun by `trove -p` (one turn, then exit), written ahead of its
+    first prompt so the listing can mark it."""
+
+
 class PromptDraft(Event, tag="prompt/draft", kw_only=True, frozen=True):
     """What the prompt held, unsent, when a front end closed the thread ("" once it no
     longer holds what an earlier draft kept): the next front end to open the thread
@@ -310,6 +326,8 @@ KnownEvent = (
     | EndSeed
     | SessionFork
     | SessionRewind
+    | SessionTitle
+    | SessionOneShot
     | PromptDraft
     | NoteSet
     | NoteDelete

@@ -269,7 +269,7 @@ def test_threads_lists_and_common_options_go_before_or_after(
         assert result.stderr == ""
         lines = result.stdout.splitlines()
         assert len(lines) == 1
-        assert lines[0].startswith(thread_id)
+        assert lines[0].startswith(f"  1  {thread_id}")
         assert "what is a trove" in lines[0]
     assert before.stdout == after.stdout
 
@@ -378,7 +378,8 @@ def test_corrupt_log_in_a_resumed_thread_is_one_line_with_file_and_line_and_the_
     thread_id, _ = _only_log(env.home)
     path = _logs(env.home)[0]
     lines = path.read_bytes().splitlines(keepends=True)
-    lines[1] = b"{this is not json\n"
+    at = next(i for i, line in enumerate(lines) if b'"inbox/queued"' in line) + 1
+    lines[at] = b"{this is not json\n"  # the line after the queued prompt
     damaged = b"".join(lines)
     path.write_bytes(damaged)
 
@@ -390,13 +391,13 @@ def test_corrupt_log_in_a_resumed_thread_is_one_line_with_file_and_line_and_the_
     # Said once, in one line (--plain also says the typed line queued behind the prompt
     # the prefix held: that one's user/message was set aside with the damage).
     (line,) = [line for line in result.stderr.splitlines() if "session.jsonl" in line]
-    assert f"{path}:2: not valid JSON" in line, line
+    assert f"{path}:{at + 1}: not valid JSON" in line, line
     kept = [p for p in path.parent.iterdir() if p.name.startswith("session.jsonl.quarantine-")]
     assert len(kept) == 1 and kept[0].name in line
-    assert kept[0].read_bytes() == b"".join(lines[1:]), "every byte set aside is kept"
+    assert kept[0].read_bytes() == b"".join(lines[at:]), "every byte set aside is kept"
     events = read_events(path).events
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
-    assert path.read_bytes().startswith(lines[0])
+    assert path.read_bytes().startswith(b"".join(lines[:at]))
     assert [e.text for e in of_kind(events, ev.UserMessage)] == ["before the damage", "after"]
 
 

@@ -26,7 +26,7 @@ from engine.config import (
     parse_config,
     valid_user_id,
 )
-from engine.config.schema import leaves
+from engine.config.schema import leaves, named_leaves
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "config.example.yaml"
 
@@ -523,7 +523,8 @@ def test_example_covers_every_field() -> None:
         for f in fields:
             assert data[name][f.name] == f.default, f"{name}.{f.name}"
     assert data["user_id"] == Config().user_id
-    assert set(SECTIONS) == top - {"user_id"}
+    assert data["models"] is None  # named models: shown as a commented example
+    assert set(SECTIONS) == top - {"user_id", "models"}
 
 
 def example_comments() -> dict[str, str]:
@@ -579,6 +580,12 @@ def test_example_comments_every_key() -> None:
     for number, line in enumerate(EXAMPLE.read_text(encoding="utf-8").splitlines(), 1):
         if re.match(r"^\s*[a-z_]+:\s*\S", line):  # a key with a value, not a section header
             assert "  # " in line, f"config.example.yaml:{number} has no comment: {line}"
+
+
+def test_example_shows_every_key_of_a_models_entry() -> None:
+    text = EXAMPLE.read_text(encoding="utf-8")
+    for path, _ in named_leaves(Config):
+        assert f"#     {path.rsplit('.', 1)[-1]}: " in text, path
 
 
 def test_example_mentions_env_fallbacks() -> None:

@@ -219,7 +219,7 @@ def test_threads_lists_healthy_threads_and_marks_a_damaged_one(env: Env) -> None
     result = trove(*env.common, "threads")
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
-    rows = {line.split()[0]: line for line in result.stdout.splitlines()}
+    rows = {line.split()[1]: line for line in result.stdout.splitlines()}
     assert "a healthy question" in rows["good"]
     assert "damaged" not in rows["good"]
     assert "damaged" in rows["broken"] and "session.jsonl:2" in rows["broken"]
@@ -231,6 +231,6 @@ def test_threads_lists_healthy_threads_and_marks_a_damaged_one(env: Env) -> None
 def test_list_threads_survives_invalid_utf8_in_the_title_lines(tmp_path: Path) -> None:
     _thread(tmp_path, "bad", b'{"seq":1,"ts":"x","kind":"user/message","text":"\xff\xfe"}\n')
     _thread(tmp_path, "good", _line(1, ev.UserMessage, text="hi"))
-    found = {info.id: info for info in list_threads(tmp_path, "local", verify=True)}
+    found = {info.id: info for info in list_threads(tmp_path, "local")}
     assert found["good"].title == "hi" and found["good"].problem is None
     assert found["bad"].problem is not None and ":1:" in found["bad"].problem

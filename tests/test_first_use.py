@@ -8,6 +8,7 @@ bad usage exits 2; `/exit` quits.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from devtools import scripted_server as s
@@ -154,7 +155,7 @@ def test_quitting_the_repl_names_the_way_back(env: Env, server: ScriptedServer) 
     server.script(s.text("hi there"))
     shown = _at_a_terminal(env, [b"hello\r", b"\x04"], [b"\xe2\x80\xba ", b"hi there"])
     (thread,) = _threads(env.home)
-    assert f"resume with: trove --home {env.home} --thread {thread}" in shown
+    assert f"resume with: {sys.executable} -m cli.main --home {env.home} --thread {thread}" in shown
 
 
 def test_quitting_the_repl_without_a_message_names_nothing(

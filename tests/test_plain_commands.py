@@ -86,8 +86,8 @@ def test_threads_lists_and_switches(env: Env, server: ScriptedServer) -> None:
     assert result.returncode == 0, result.stderr
     threads = _threads(env.home)
     (second,) = set(threads) - {first}
-    listing = result.stdout[result.stdout.index("Threads (newest first") :]
-    assert f"* {second}" in listing and f"  {first}" in listing and "in the first" in listing
+    listing = result.stdout[result.stdout.index("Threads (newest message first") :]
+    assert f"1 * {second}" in listing and f"2   {first}" in listing and "in the first" in listing
     assert f"Switching to thread {first}." in result.stdout
     assert _prompts(threads[first]) == ["in the first", "back in the first"]
     assert _prompts(threads[second]) == ["in the second"]

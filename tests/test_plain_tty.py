@@ -370,7 +370,7 @@ def test_plain_ctrl_d_right_after_a_reply_quits(terminal: Terminal, server: Scri
     terminal.wait_for(r"BEGIN")
     terminal.type("\x04")
     assert terminal.wait_exit() == 0
-    assert re.search(r"resume with: trove .*--thread \S+", _ANSI.sub("", terminal.seen))
+    assert re.search(r"resume with: .* -m cli\.main .*--thread \S+", _ANSI.sub("", terminal.seen))
     assert not terminal.in_raw_mode(), "the terminal is given back with its line discipline"
 
 

@@ -178,12 +178,15 @@ def test_threads_json_lists_title_counts_compactions_and_last_activity(env: Env)
         "messages",
         "compactions",
         "last_activity",
+        "last_message",
         "modified",
+        "one_shot",
         "problem",
     }
     assert a["title"] == "First prompt of a"
     assert (a["messages"], a["compactions"], a["problem"]) == (3, 1, None)
-    assert a["last_activity"].startswith("20")
+    assert a["last_activity"].startswith("20") and a["last_message"].startswith("20")
+    assert a["one_shot"] is False
     human = trove(*env.common, "threads")
     assert "3 messages, 1 compaction" in human.stdout and "First prompt of b" in human.stdout
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,15 @@ from engine.workspace.listing import latest_thread, list_threads
 BAD_IDS = ["", ".", "..", "../escape", "a/b", "a b", "x" * 81, "name\n", "ünïcode"]
 
 
-def _thread_with(home: Path, user: str, thread_id: str, *prompts: str) -> Path:
+def _thread_with(
+    home: Path, user: str, thread_id: str, *prompts: str, at: int | None = None
+) -> Path:
+    """A closed thread with `prompts`, each written at `at` seconds past the epoch when
+    given (the listing orders by when a message was written)."""
     thread = Thread.create(home, user, thread_id)
+    if at is not None:
+        moment = datetime.fromtimestamp(at, UTC)
+        thread.log.clock = lambda: moment
     for prompt in prompts:
         thread.log.append(ev.InboxQueued(text=prompt, waking=True, placement="follow-up"))
         thread.log.append(ev.UserMessage(text=prompt, item_id=thread.log.next_seq - 1))
@@ -110,14 +118,11 @@ def test_bad_thread_ids_are_rejected_everywhere(tmp_path: Path, bad: str) -> Non
 
 
 def test_list_threads_newest_first_with_the_first_prompt_as_title(tmp_path: Path) -> None:
-    old = _thread_with(tmp_path, "local", "old", "the oldest question", "a later one")
-    new = _thread_with(tmp_path, "local", "new", "  newest\n  question  ")
-    mid = _thread_with(tmp_path, "local", "mid", "x" * 100)
+    _thread_with(tmp_path, "local", "old", "the oldest question", "a later one", at=1_000)
+    _thread_with(tmp_path, "local", "new", "  newest\n  question  ", at=3_000)
+    _thread_with(tmp_path, "local", "mid", "x" * 100, at=2_000)
     empty = _thread_with(tmp_path, "local", "empty")
     _thread_with(tmp_path, "someone-else", "theirs", "not mine")
-    _set_mtime(old, 1_000)
-    _set_mtime(mid, 2_000)
-    _set_mtime(new, 3_000)
     _set_mtime(empty, 500)
 
     threads = list_threads(tmp_path, "local")

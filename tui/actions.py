@@ -20,6 +20,8 @@ class Shell(Protocol):
 
     def choose_thread(self) -> None: ...
 
+    async def switch_to(self, ref: str) -> str: ...
+
     def choose_rewind(self) -> None: ...
 
     def rewind_to(self, args: str) -> None: ...
@@ -37,6 +39,8 @@ def app_actions(shell: Shell) -> list[Command]:
         return "help shown"
 
     async def _threads(args: str) -> str:
+        if args:
+            return await shell.switch_to(args)  # a CommandError says why it cannot
         shell.choose_thread()
         return "threads"
 
@@ -66,7 +70,14 @@ def app_actions(shell: Shell) -> list[Command]:
 
     return [
         Command("help", "list commands and keys", _help, show="quiet"),
-        Command("threads", "switch to another thread", _threads, show="quiet"),
+        Command(
+            "threads",
+            "switch to another thread (/threads N, or an id or its prefix)",
+            _threads,
+            takes_args=True,
+            usage="[THREAD]",
+            show="quiet",
+        ),
         Command(
             "rewind",
             "go back to before an earlier prompt (Esc Esc, or /rewind N)",

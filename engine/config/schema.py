@@ -20,7 +20,18 @@ from msgspec import Meta, Struct
 
 from engine.config.errors import ConfigError, quote
 
-__all__ = ["ConfigError", "Leaf", "accepts", "check", "describe", "leaf", "leaves", "quote"]
+__all__ = [
+    "ConfigError",
+    "Leaf",
+    "Named",
+    "accepts",
+    "check",
+    "describe",
+    "leaf",
+    "leaves",
+    "named_leaves",
+    "quote",
+]
 
 _INVALID = object()  # "this value is not acceptable"
 _S = TypeVar("_S", bound=Struct)
@@ -74,19 +85,49 @@ def _expected(base: Any, meta: Meta) -> str:
     raise TypeError(f"no wording for a key of type {base!r}: declare extra={{'expected': ...}}")
 
 
+class Named(NamedTuple):
+    """A key whose value maps names the user chooses to sections of one kind (`models:`),
+    declared as `Annotated[dict[str, SomeSection], Meta(...)]`."""
+
+    section: type[Struct]
+    leaf: Leaf
+    """The key as a whole: its description, and what it must be, for errors."""
+
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+"""A name under a Named key: what the user types after --model, so no spaces or quotes."""
+
+
+def _named_section(annotation: Any) -> type[Struct] | None:
+    """The section type of `Annotated[dict[str, Section], ...]`, else None."""
+    if get_origin(annotation) is not Annotated:
+        return None
+    base = get_args(annotation)[0]
+    if get_origin(base) is not dict:
+        return None
+    value = get_args(base)[1]
+    return value if isinstance(value, type) and issubclass(value, Struct) else None
+
+
 @cache
-def _keys(cls: type[Struct]) -> dict[str, Leaf | type[Struct]]:
-    """The keys of one section: a leaf or a nested section per name, in declared order.
+def _keys(cls: type[Struct]) -> dict[str, Leaf | Named | type[Struct]]:
+    """The keys of one section: a leaf, a nested section or named sections per name, in
+    declared order.
 
     Read on first use, not at import, so a launch pays only for what it parses.
     """
-    keys: dict[str, Leaf | type[Struct]] = {}
+    keys: dict[str, Leaf | Named | type[Struct]] = {}
     for info in msgspec.structs.fields(cls):
         if info.name in NOT_KEYS:
             continue
         kind = info.type
-        is_section = isinstance(kind, type) and issubclass(kind, Struct)
-        keys[info.name] = kind if is_section else _read_leaf(kind)
+        named = _named_section(kind)
+        if named is not None:
+            keys[info.name] = Named(named, _read_leaf(kind))
+        elif isinstance(kind, type) and issubclass(kind, Struct):
+            keys[info.name] = kind
+        else:
+            keys[info.name] = _read_leaf(kind)
     return keys
 
 
@@ -103,8 +144,19 @@ def leaves(cls: type[Struct], prefix: str = "") -> Iterator[tuple[str, Leaf]]:
     for name, spec in _keys(cls).items():
         if isinstance(spec, Leaf):
             yield _join(prefix, name), spec
+        elif isinstance(spec, Named):
+            yield _join(prefix, name), spec.leaf  # its sections' keys: `named_leaves`
         else:
             yield from leaves(spec, _join(prefix, name))
+
+
+def named_leaves(cls: type[Struct]) -> Iterator[tuple[str, Leaf]]:
+    """Every key of the sections under each Named key of `cls`, as `key.*.leaf`."""
+    for name, spec in _keys(cls).items():
+        if isinstance(spec, Named):
+            yield from leaves(spec.section, f"{name}.*")
+        elif not isinstance(spec, Leaf):
+            yield from ((f"{name}.{path}", leaf) for path, leaf in named_leaves(spec))
 
 
 def _accept(spec: Leaf, value: object) -> object:
@@ -251,9 +303,29 @@ def _section(data: object, prefix: str, cls: type[_S], ctx: _Context) -> _S:
         path = _join(prefix, key)
         if isinstance(spec, Leaf):
             values[key] = _value(spec, value, path, ctx)
+        elif isinstance(spec, Named):
+            values[key] = _named(value, path, spec, ctx)
         else:
             values[key] = _section(value, path, spec, ctx)
     return cls(**values)
+
+
+def _named(data: object, prefix: str, spec: Named, ctx: _Context) -> dict[str, Struct]:
+    """A Named key's value: each name (checked) with its section (checked as any other)."""
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        ctx.fail(prefix, spec.leaf.expected, describe(data))
+    out: dict[str, Struct] = {}
+    for name, section in data.items():
+        if not isinstance(name, str) or not NAME.fullmatch(name):
+            ctx.fail(
+                prefix,
+                "names of 1-64 characters from A-Z a-z 0-9 . _ - (not starting with . _ -)",
+                f"the name {describe(name)}",
+            )
+        out[name] = _section(section, _join(prefix, name), spec.section, ctx)
+    return out
 
 
 def check(data: object, root: type[_S], *, source: str, env: Mapping[str, str]) -> _S:

@@ -112,10 +112,80 @@ class ModelConfig(Struct, frozen=True):
             ge=1,
         ),
     ] = 16
+    default: (
+        Annotated[
+            str,
+            _key(
+                "which models: entry to start with unless --model or $TROVE_MODEL names"
+                " one; null = the first",
+                min_length=1,
+            ),
+        ]
+        | None
+    ) = None
 
     def __repr__(self) -> str:
         # Kept out of repr so logging or printing a config never leaks the key.
         return f"ModelConfig({', '.join(f'{k}={v!r}' for k, v in self.__rich_repr__())})"
+
+    def __rich_repr__(self) -> list[tuple[str, Any]]:
+        return [(name, getattr(self, name)) for name in self.__struct_fields__ if name != "api_key"]
+
+
+_ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*\Z"
+
+
+class ModelEntry(Struct, frozen=True):
+    """One named model of `models:`, to switch to with --model, /model or $TROVE_MODEL.
+
+    A key left out is `model:`'s, except the key: an entry with a base_url of its own
+    never gets `model:`'s key (nor $OPENAI_API_KEY), so a key goes only where it was
+    configured to go (engine.config.models).
+    """
+
+    base_url: (
+        Annotated[
+            str,
+            _key(
+                "its endpoint; null = model.base_url",
+                extra={"expected": "an http:// or https:// URL", "check": _http_url},
+            ),
+        ]
+        | None
+    ) = None
+    api_key: Annotated[str, _key("its key, e.g. ${DEEPSEEK_API_KEY}", min_length=1)] | None = None
+    api_key_env: (
+        Annotated[
+            str,
+            _key(
+                "the environment variable that holds its key, e.g. DEEPSEEK_API_KEY",
+                pattern=_ENV_NAME,
+                extra={"expected": "an environment variable's name (A-Z a-z 0-9 _)"},
+            ),
+        ]
+        | None
+    ) = None
+    name: (
+        Annotated[str, _key("model id sent to the endpoint; null = the entry's name", min_length=1)]
+        | None
+    ) = None
+    context_window: (
+        Annotated[int, _key("tokens it accepts (>= 1); null = model.context_window", ge=1)] | None
+    ) = None
+    max_tokens: (
+        Annotated[int, _key("cap on tokens per reply (>= 1); null = model.max_tokens", ge=1)] | None
+    ) = None
+    tools: (
+        Annotated[
+            Literal["auto", "on", "off"],
+            _key("auto | on | off; null = model.tools", extra={"yaml_bools": ("on", "off")}),
+        ]
+        | None
+    ) = None
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v!r}" for k, v in self.__rich_repr__())
+        return f"ModelEntry({shown})"
 
     def __rich_repr__(self) -> list[tuple[str, Any]]:
         return [(name, getattr(self, name)) for name in self.__struct_fields__ if name != "api_key"]
@@ -210,6 +280,14 @@ class Config(Struct, frozen=True):
     """The whole configuration; `source` says which file it came from (None: defaults)."""
 
     model: ModelConfig = field(default_factory=ModelConfig)
+    models: Annotated[
+        dict[str, ModelEntry],
+        _key(
+            "named models to switch between (--model NAME, /model, $TROVE_MODEL);"
+            " see the example below",
+            extra={"expected": "a mapping of names to models"},
+        ),
+    ] = field(default_factory=dict)
     compaction: CompactionConfig = field(default_factory=CompactionConfig)
     task_continuity: TaskContinuityConfig = field(default_factory=TaskContinuityConfig)
     local: LocalConfig = field(default_factory=LocalConfig)
@@ -264,6 +342,12 @@ def parse_config(data: object, *, source: str, env: Mapping[str, str] | None = N
     """
     env = os.environ if env is None else env
     config = check(data, Config, source=source, env=env)
+    default = config.model.default
+    if default is not None and default not in config.models:
+        names = ", ".join(config.models) or "none: add models: entries"
+        raise ConfigError(
+            f"{source}: model.default: no model {default!r} in models: (models: {names})"
+        )
     return msgspec.structs.replace(config, model=_env_fallback(config.model, source, env))
 
 

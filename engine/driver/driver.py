@@ -41,6 +41,7 @@ class Driver(Inbox, Admission, TurnLoop):
         `extension` adds its tools, instructions and context pass to every request."""
         self.log = log
         self.model = model
+        self.model_entry: str | None = None
         self.tools = tools or ToolBox()
         self.system_prompt = system_prompt
         self.hooks = hooks

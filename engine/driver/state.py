@@ -23,6 +23,8 @@ class DriverState:
 
     log: SessionLog
     model: ModelPort
+    model_entry: str | None
+    """The `models:` entry `model` talks to, recorded on each reply it writes."""
     tools: ToolBox
     system_prompt: str
     hooks: TurnHooks | None

@@ -136,6 +136,7 @@ class TurnLoop(DriverState):
                         tool_calls=tuple(ToolCall(c.id, c.name, c.arguments) for c in calls),
                         usage=usage_as_sent(completion.usage),
                         model=completion.model,
+                        model_entry=self.model_entry,
                         finish_reason=completion.finish_reason,
                     )
                 )
@@ -222,7 +223,11 @@ class TurnLoop(DriverState):
         kept = False
         if partial.strip() or (cancelled and partial):
             reply = AssistantMessage(
-                content=partial, tool_calls=(), cancelled=cancelled, interrupted=not cancelled
+                content=partial,
+                tool_calls=(),
+                model_entry=self.model_entry,
+                cancelled=cancelled,
+                interrupted=not cancelled,
             )
             kept = self._try_append(reply) is None
         for call in pending_calls:

@@ -125,7 +125,9 @@ class ModelClient:
 
     def _build(self) -> tuple[Any, Any]:
         mod = import_openai()
-        key = self.api_key or os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
+        # No fallback to $OPENAI_API_KEY here: the config reads it (visibly) for `model:`,
+        # and a `models:` entry with an endpoint of its own must not send it elsewhere.
+        key = self.api_key or _PLACEHOLDER_KEY
         client = mod.AsyncOpenAI(
             base_url=self.base_url,
             api_key=key,

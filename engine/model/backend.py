@@ -13,7 +13,7 @@ guidance. Capabilities travel with the choice: the tiny local model gets no tool
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
@@ -99,6 +99,8 @@ class Backend:
     config: Config = field(repr=False, compare=False)
     message: str = ""
     local: LocalSettings | None = None
+    entry: str | None = None
+    """The `models:` entry it is (None: `model:` itself, or the offline model)."""
 
     @property
     def offline(self) -> bool:
@@ -136,12 +138,37 @@ class Backend:
         return UnconfiguredClient(self.message)
 
 
-def choose_backend(config: Config, env: Mapping[str, str], *, force_local: bool = False) -> Backend:
-    """Apply the provider rule (module docstring); raises :class:`BackendError`.
+def choose_backend(
+    config: Config,
+    env: Mapping[str, str],
+    *,
+    force_local: bool = False,
+    model: str | None = None,
+) -> Backend:
+    """Apply the provider rule (module docstring) to the model chosen (`model`, else
+    $TROVE_MODEL, else the config's: engine.config.models); raises :class:`BackendError`
+    or, for a name that is no model of the config, a ConfigError listing the names.
 
     ``env`` is passed in rather than read so the rule is testable and so the CLI
     decides once, from the environment it was started with.
     """
+    entry = None
+    if not force_local:
+        from engine.config.models import chosen_model, with_model
+
+        name, why = chosen_model(config, env, model)
+        if name is not None:
+            config = with_model(config, name, env, why)
+            entry = name if config.models else None
+    backend = _choose(config, env, force_local=force_local)
+    if entry is None:
+        return backend
+    named = backend.kind == "openai" and entry != backend.model_name
+    label = f"{entry} · {backend.label}" if named else backend.label
+    return replace(backend, entry=entry, label=label)
+
+
+def _choose(config: Config, env: Mapping[str, str], *, force_local: bool) -> Backend:
     provider = config.model.provider
     if force_local or provider == "local":
         why = "--local" if force_local else f"{_source(config)}: model.provider: 'local'"

@@ -6,6 +6,7 @@ builds the same Runtime, so they cannot drift apart in behaviour.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,6 +17,7 @@ from msgspec import UNSET, Struct, field
 from engine.compaction import CompactService
 from engine.config import Config
 from engine.driver import Driver
+from engine.errors import TroveError
 from engine.events import CompactArchived, CompactEnd, CompactStart, LogEvent, UserMessage
 from engine.log import SessionLog
 from engine.model import ClientFactory, ModelClient
@@ -189,6 +191,31 @@ class Runtime(Struct):
     port: Port
     notices: list[str] = field(default_factory=list)
     backend: Backend | None = None
+    deleting: bool = False
+    """/delete of this thread: its directory is removed once it is closed (`aclose`)."""
+    closing_notice: str | None = None
+    """What closing it did beyond closing (a /delete: done, or why not), for the front end."""
+    closing_failed: bool = False
+    relay: DriverRelay | None = None
+    """What tells the front ends of the model client's retries and waits."""
+
+    def use_model(self, backend: Backend) -> ModelClient:
+        """Talk to `backend`'s model from the next request on (/model), its context window
+        the compaction's; returns the old client, for the caller to close. Only between
+        turns: the caller refuses while a turn or a compaction runs."""
+        old, client = self.model, backend.make_client(self.relay)
+        self.model = self.driver.model = self.compaction.model = client
+        self.driver.model_entry = backend.entry
+        self.driver.system_prompt = "" if backend.kind == "local" else SYSTEM_PROMPT
+        self.compaction.context_window = backend.context_window
+        if self._continuity is not None:
+            self._continuity.offer_tools(backend.tools_enabled)
+        self.backend = backend
+        return old
+
+    def delete_on_close(self) -> None:
+        """Remove this thread's directory, log and archive, once `aclose` has closed it."""
+        self.deleting = True
 
     @property
     def continuity(self) -> ContinuityContext | None:
@@ -292,6 +319,7 @@ class Runtime(Struct):
             surface=surface,
             observers=[relay],
         )
+        driver.model_entry = backend.entry if backend is not None else None
         thread.log.subscribe(relay.on_event)
         if continuity is not None and not defer_continuity:
             continuity.complete()
@@ -318,6 +346,7 @@ class Runtime(Struct):
             port,
             notices=notices,
             backend=backend,
+            relay=relay,
         )
 
     def subscribe(self, listener: Listener, *, on_error: ErrorHook | None = None) -> Unsubscribe:
@@ -348,6 +377,21 @@ class Runtime(Struct):
             self.notices.append(f"could not fsync {self.thread.log.path}: {exc}")
         try:
             # A long thread's next open decodes its events from a snapshot (engine.log.snapshot).
-            await run_drained(self.thread.log.keep_snapshot)
+            if not self.deleting:
+                await run_drained(self.thread.log.keep_snapshot)
         finally:
             self.thread.close()
+        if self.deleting:
+            await self._delete_closed()
+
+    async def _delete_closed(self) -> None:
+        from engine.workspace.removal import remove_thread
+
+        thread = self.thread
+        try:
+            await asyncio.to_thread(remove_thread, self.home, thread.user_id, thread.id)
+        except (TroveError, OSError) as exc:
+            self.closing_failed = True
+            self.closing_notice = f"Thread {thread.id} was not deleted: {exc}"
+        else:
+            self.closing_notice = f"Deleted thread {thread.id} and its archive."

@@ -1,6 +1,6 @@
 """The commands every thread has, whatever front end runs it.
 
-Commands that change which thread is open (/new, /fork, /threads ID) or
+Commands that change which thread is open (/new, /fork, /threads ID, /delete) or
 end the session (/quit) do the engine's part here and ask the front end,
 through its FrontEnd hook, to do the rest once the command has returned:
 only the front end knows how to close its view of one thread and open
@@ -10,42 +10,17 @@ another.
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
-from typing import Protocol
 
-from engine.compaction import CompactionCancelled, CompactionError, CompactService
-from engine.config import Config
-from engine.driver import Driver, DriverClosedError
-from engine.model.backend import Backend
-from engine.runtime.commands import CommandError, CommandRegistry, FrontEnd
-from engine.runtime.export import export_thread
+from engine.compaction import CompactionCancelled, CompactionError
+from engine.driver import DriverClosedError
+from engine.runtime.commands import CommandError, FrontEnd
+from engine.runtime.commands_model import register_model_command
+from engine.runtime.commands_threads import register_thread_commands
+from engine.runtime.export import ExportError, export_thread
+from engine.runtime.host import Host
 from engine.runtime.rewind import RewindPoint, RewindRefused, choose, points, rewind
-from engine.threads.paths import ThreadNotFoundError, has_log, thread_dir
-from engine.threads.thread import Thread
 from engine.util.safe_text import safe_text
 from engine.workspace.fork import fork_thread
-from engine.workspace.listing import list_threads
-
-
-class Host(Protocol):
-    """What the built-in commands act on: the parts of the open runtime (engine.runtime's
-    Runtime is one), read-only here."""
-
-    @property
-    def home(self) -> Path: ...
-    @property
-    def config(self) -> Config: ...
-    @property
-    def thread(self) -> Thread: ...
-    @property
-    def driver(self) -> Driver: ...
-    @property
-    def commands(self) -> CommandRegistry: ...
-    @property
-    def compaction(self) -> CompactService: ...
-    @property
-    def backend(self) -> Backend | None: ...
-
 
 TOOLS_OFF = (
     "\nModel tools (task_note, history_search, history_read) are off for this"
@@ -57,7 +32,7 @@ TOOLS_OFF = (
 def register_builtins(runtime: Host, front: FrontEnd | None) -> None:
     """Register the engine's commands, then the front end's own (which win on a name)."""
     registry = runtime.commands
-    home, user = runtime.home, runtime.config.user_id
+    home = runtime.home
 
     @registry.add("help", "list commands and what they do")
     async def _help(args: str) -> str:
@@ -79,37 +54,19 @@ def register_builtins(runtime: Host, front: FrontEnd | None) -> None:
             return "Nothing to compact yet: the conversation is too short."
         return outcome.describe()
 
-    @registry.add("export", "write the thread as Markdown and JSON")
+    @registry.add(
+        "export",
+        "write the thread as Markdown and JSON (to exports/, or PATH: a folder, .md or .json)",
+        takes_args=True,
+        usage="[PATH]",
+    )
     async def _export(args: str) -> str:
         events = list(runtime.thread.log.events)  # a copy taken on the loop
-        paths = await asyncio.to_thread(export_thread, home, runtime.thread.id, events)
+        try:
+            paths = await asyncio.to_thread(export_thread, home, runtime.thread.id, events, args)
+        except ExportError as exc:
+            raise CommandError(str(exc)) from exc
         return "Exported to " + " and ".join(str(p) for p in paths)
-
-    @registry.add(
-        "threads", "list your threads; /threads ID switches to one", takes_args=True, usage="[ID]"
-    )
-    async def _threads(args: str) -> str:
-        if args == runtime.thread.id:
-            return f"You are in thread {args} already."
-        if args:
-            if front is None:
-                raise CommandError("switching threads needs a front end")
-            try:
-                exists = has_log(thread_dir(home, user, args))
-            except ThreadNotFoundError as exc:
-                raise CommandError(str(exc)) from exc
-            if not exists:
-                raise CommandError(f"no thread {args!r} (/threads lists them)")
-            front.open_thread(args)
-            return f"Switching to thread {args}."
-        threads = await asyncio.to_thread(list_threads, home, user)
-        current = runtime.thread.id
-        lines = [
-            f"{'*' if info.id == current else ' '} {info.id}  "
-            f"{info.modified:%Y-%m-%d %H:%M}  {info.title}"
-            for info in threads
-        ]
-        return "\n".join(["Threads (newest first, * is this one):", *lines])
 
     @registry.add(
         "steer",
@@ -132,6 +89,8 @@ def register_builtins(runtime: Host, front: FrontEnd | None) -> None:
             )
         return f"Nothing to steer right now: sent as a prompt of its own (#{item})."
 
+    register_thread_commands(runtime, front)
+    register_model_command(runtime, front)
     _register_rewind(runtime, front)
     if front is not None:
         _register_switches(runtime, front)

@@ -63,15 +63,7 @@ class ThreadContinuity:
         return self._built
 
     def _make(self) -> _Built:
-        from engine.continuity import (
-            AUTHORITY_CONTRACT,
-            ArchiveStore,
-            ContinuityContext,
-            archive_path,
-            build_tools,
-            context_builder,
-            scope_binding,
-        )
+        from engine.continuity import ArchiveStore, ContinuityContext, archive_path, scope_binding
         from engine.continuity.capture import capture_hook
 
         thread = self._thread
@@ -84,15 +76,31 @@ class ThreadContinuity:
         context = ContinuityContext.for_log(
             thread.log, self._surface, store, user_id=thread.user_id, thread_id=thread.id
         )
+        return self._offered(context, capture_hook(context))
+
+    def _offered(self, context: ContinuityContext, capture: Capture) -> _Built:
+        """The parts a request gets: with tools offered, the tools, the contract and the
+        notebook; else only the capture (the archive is kept either way)."""
         if not self._offer_tools:
-            return _Built(context, capture_hook(context))
+            return _Built(context, capture)
+        from engine.continuity import AUTHORITY_CONTRACT, build_tools, context_builder
+
         return _Built(
             context,
-            capture_hook(context),
+            capture,
             tuple(build_tools(context)),
             AUTHORITY_CONTRACT,
             context_builder(context),
         )
+
+    def offer_tools(self, offer: bool) -> None:
+        """Another model (/model): offer the three tools from the next request on, or stop."""
+        if offer == self._offer_tools:
+            return
+        self._offer_tools = offer
+        built = self._built
+        if built is not None:
+            self._built = self._offered(built.context, built.capture)
 
     # -- the compaction service's capture ---------------------------------------------
 

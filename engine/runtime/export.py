@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+from engine.errors import TroveError
 from engine.events import (
     AssistantMessage,
     LogEvent,
@@ -23,7 +25,8 @@ def thread_markdown(thread_id: str, events: list[LogEvent]) -> str:
     nobody takes it for a whole answer: "_(reply cancelled)_" when the user
     stopped it, "_(reply cut off: …)_" with the turn's error when the stream
     failed. A steer (text sent while a reply ran, read by the model before its
-    next step) starts with "**Steer:**".
+    next step) starts with "**Steer:**". A reply written by one of the config's named
+    models says which: "## Assistant (deep)".
     """
     lines = [f"# Trove thread {thread_id}", ""]
     for index, event in enumerate(events):
@@ -32,7 +35,8 @@ def thread_markdown(thread_id: str, events: list[LogEvent]) -> str:
             steer = "**Steer:** " if event.placement == "next-step" else ""
             lines += [f"## {label}", "", steer + event.text, ""]
         elif isinstance(event, AssistantMessage):
-            lines += ["## Assistant", "", event.content or "", ""]
+            named = f" ({event.model_entry})" if event.model_entry else ""  # /model: which
+            lines += [f"## Assistant{named}", "", event.content or "", ""]
             for call in event.calls:
                 lines += [f"- tool `{call.name}`: `{call.arguments}`"]
             if event.cancelled:
@@ -55,13 +59,43 @@ def _why_cut_off(events: list[LogEvent], index: int) -> str:
     return "the stream ended before the reply was complete"
 
 
-def export_thread(home: Path, thread_id: str, events: list[LogEvent]) -> list[Path]:
-    """Write `exports/{thread}.md` and `.json` under the home (private); blocking file I/O."""
-    directory = private_dir(home / "exports", base=home)
-    base = directory / thread_id
-    markdown = base.with_suffix(".md")
-    write_private(markdown, thread_markdown(thread_id, events).encode())
-    raw = base.with_suffix(".json")
-    data = {"thread": thread_id, "events": [to_dict(event) for event in events]}
-    write_private(raw, json.dumps(data, ensure_ascii=False, indent=1).encode())
-    return [markdown, raw]
+class ExportError(TroveError):
+    """The export cannot be written where it was asked to go; one line."""
+
+
+def export_targets(home: Path, thread_id: str, where: str = "") -> list[Path]:
+    """Where `/export [PATH]` writes: `exports/{thread}.md` and `.json` under the home
+    without PATH; both into PATH when it is a folder (or ends with `/`); the JSON alone
+    when PATH ends in `.json`; else the Markdown alone, at PATH. A relative PATH is
+    read against the current folder, `~` as home. The folder must exist."""
+    if not where:
+        base = home / "exports" / thread_id
+        return [base.with_suffix(".md"), base.with_suffix(".json")]
+    path = Path(where).expanduser().absolute()
+    if where.endswith(("/", os.sep)) or path.is_dir():
+        if not path.is_dir():
+            raise ExportError(f"/export: no folder {path}")
+        return [path / f"{thread_id}.md", path / f"{thread_id}.json"]
+    if not path.parent.is_dir():
+        raise ExportError(f"/export: no folder {path.parent}")
+    return [path]
+
+
+def export_thread(
+    home: Path, thread_id: str, events: list[LogEvent], where: str = ""
+) -> list[Path]:
+    """Write the thread where `export_targets` says (private files); blocking file I/O."""
+    targets = export_targets(home, thread_id, where)
+    if not where:
+        private_dir(home / "exports", base=home)
+    for target in targets:
+        if target.suffix == ".json":
+            data = {"thread": thread_id, "events": [to_dict(event) for event in events]}
+            body = json.dumps(data, ensure_ascii=False, indent=1)
+        else:
+            body = thread_markdown(thread_id, events)
+        try:
+            write_private(target, body.encode())
+        except OSError as exc:
+            raise ExportError(f"/export: cannot write {target}: {exc.strerror or exc}") from None
+    return targets

@@ -53,13 +53,16 @@ def resume_hint(thread_id: str, *, home: Path, user_id: str) -> str:
     """What the front ends print on quitting a thread with history: the way back.
 
     It names `--home` and `--user` when they are not what a bare `trove` would
-    use, so the line, pasted as it is, opens this thread and no other.
+    use, and the command as it can be typed (engine.util.invocation: its full
+    path when `trove` is not on PATH), so the line, pasted as it is, opens this
+    thread and no other.
     """
     import shlex
 
     from engine.config import Config, default_home
+    from engine.util.invocation import trove_command
 
-    words = ["trove"]
+    words = [trove_command()]
     if home.expanduser().resolve() != default_home().resolve():
         words += ["--home", shlex.quote(str(home))]
     if user_id != Config().user_id:

@@ -1,5 +1,6 @@
-"""The user's threads as a list: each one's title (its first prompt), when it last
-changed and, verified, its counts and any damage (engine.workspace.summary)."""
+"""The user's threads as a list: each one's title (its `/rename`, else its first prompt),
+when a message was last written, its counts and any damage (engine.workspace.summary);
+and which thread a reference names (an id, a list number, a unique prefix)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,8 @@ from pathlib import Path
 
 from msgspec import Struct
 
-from engine.events import InboxQueued, UserMessage
-from engine.log import LogCorruptError, parse_line
-from engine.log.log_file import open_log
-from engine.threads.paths import LOG_NAME, ThreadNotFoundError, has_log, user_dir
+from engine.threads.paths import LOG_NAME, ThreadNotFoundError, has_log, thread_dir, user_dir
 from engine.threads.thread import has_history
-from engine.util.safe_text import safe_text
 
 
 class ThreadInfo(Struct, frozen=True):
@@ -22,81 +19,71 @@ class ThreadInfo(Struct, frozen=True):
     modified: datetime
     title: str
     problem: str | None = None
-    """The bad line that ends what loads of the log (`session.jsonl:LINE: what`), when it
-    was verified; the counts are then the consistent prefix's."""
+    """The bad line that ends what loads of the log (`session.jsonl:LINE: what`); the
+    counts are then the consistent prefix's."""
     messages: int | None = None
-    """User prompts and assistant replies, when verified (engine.workspace.summary)."""
+    """User prompts and assistant replies on the current line (engine.workspace.summary);
+    None for a log that cannot be read."""
     compactions: int | None = None
-    """Compactions that completed, when verified."""
+    """Compactions that completed."""
     last_activity: str = ""
-    """`ts` of the last message or compaction, when verified ("" when none)."""
+    """`ts` of the last message or compaction ("" when none)."""
+    last_message: str = ""
+    """`ts` of the last prompt or reply written ("" when none): the list's order."""
+    one_shot: bool = False
+    """Begun by `trove -p`."""
+
+    @property
+    def changed(self) -> datetime:
+        """When a message was last written (the log's mtime for a thread without one):
+        opening the thread, a command or a compaction does not move it up the list."""
+        if self.last_message:
+            try:
+                moment = datetime.fromisoformat(self.last_message)
+            except ValueError:
+                return self.modified
+            return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        return self.modified
 
 
-def _title(path: Path) -> str:
-    """The first prompt, read from the head of the log only (cheap to list).
-
-    Any damage in the head just ends the search: listing one thread must
-    never fail the listing of the others. It is only ever shown, so it is made
-    terminal-safe here, once, for every list.
-    """
-    try:
-        with open_log(path) as fh:
-            head = [line for _, line in zip(range(200), fh, strict=False)]
-    except OSError:
-        return "(unreadable)"
-    for index, line in enumerate(head, 1):
-        try:
-            event = parse_line(path, index, line.rstrip(b"\n"))
-        except LogCorruptError:
-            break
-        if isinstance(event, InboxQueued) or (
-            isinstance(event, UserMessage) and event.checkpoint is None
-        ):
-            words = safe_text(event.text).split()
-            if words:
-                return " ".join(words)[:60]
-    return "(empty)"
-
-
-def _verified(home: Path, user_id: str, info: ThreadInfo) -> ThreadInfo:
-    """The thread's counts from a full read of its log (cached while the log is unchanged),
-    with the line that ends its consistent prefix when it has one (nothing is changed)."""
-    from msgspec.structs import replace
-
+def _info(home: Path, user_id: str, child: Path) -> ThreadInfo:
+    """One thread as listed: what its summary says (cached while the log is unchanged,
+    engine.workspace.summary), or why it cannot be read. Nothing is changed on disk."""
     from engine.workspace.summary import summarize
 
+    modified = datetime.fromtimestamp(_mtime(child / LOG_NAME), UTC)
     try:
-        summary = summarize(home, user_id, info.id)
+        summary = summarize(home, user_id, child.name, child)
     except (OSError, ThreadNotFoundError) as exc:
         why = exc.strerror if isinstance(exc, OSError) else None
-        return replace(info, problem=f"{LOG_NAME}: unreadable ({why or exc})")
-    return replace(
-        info,
+        problem = f"{LOG_NAME}: unreadable ({why or exc})"
+        return ThreadInfo(child.name, child, modified, "(unreadable)", problem=problem)
+    return ThreadInfo(
+        child.name,
+        child,
+        modified,
+        summary.title,
         problem=summary.problem,
         messages=summary.messages,
         compactions=summary.compactions,
         last_activity=summary.last_activity,
+        last_message=summary.last_message,
+        one_shot=summary.one_shot,
     )
 
 
-def list_threads(home: Path, user_id: str, *, verify: bool = False) -> list[ThreadInfo]:
-    """Newest first, by the time the log was last written.
-
-    `verify` reads every log in full (through the summary cache), so a damaged
-    thread is marked with its problem and the others get their counts (what
-    `trove threads` shows); without it only titles are read.
-    """
+def list_threads(home: Path, user_id: str) -> list[ThreadInfo]:
+    """The user's threads, the one with the newest message first (`ThreadInfo.changed`),
+    each with its title (the last `/rename`, else its first prompt), counts and any
+    damage, read through the summary cache."""
     root = user_dir(home, user_id) / "threads"
     found: list[ThreadInfo] = []
     if not root.is_dir():
         return found
     for child in root.iterdir():
-        log_path = child / LOG_NAME
         if child.is_dir() and has_log(child):
-            modified = datetime.fromtimestamp(_mtime(log_path), UTC)
-            info = ThreadInfo(child.name, child, modified, _title(log_path))
-            found.append(_verified(home, user_id, info) if verify else info)
-    found.sort(key=lambda info: (info.modified, info.id), reverse=True)
+            found.append(_info(home, user_id, child))
+    found.sort(key=lambda info: (info.changed, info.id), reverse=True)
     return found
 
 
@@ -105,13 +92,50 @@ def _mtime(path: Path) -> float:
     try:
         return path.stat().st_mtime
     except OSError:
-        return path.lstat().st_mtime
+        try:
+            return path.lstat().st_mtime
+        except OSError:
+            return 0.0
 
 
 def latest_thread(home: Path, user_id: str) -> str | None:
-    """The most recently written thread that has history (a user message or a queued
+    """The thread with the newest message that has history (a user message or a queued
     prompt); threads without any are skipped (earlier versions left one per launch)."""
     for info in list_threads(home, user_id):
-        if info.title != "(empty)" or has_history(info.path / LOG_NAME):
+        if info.last_message or has_history(info.path / LOG_NAME):
             return info.id
     return None
+
+
+class AmbiguousThreadError(ThreadNotFoundError):
+    """A thread named by a prefix that more than one id starts with."""
+
+
+def resolve_thread(home: Path, user_id: str, ref: str) -> str:
+    """The id of the thread `ref` names: its id, its number in `list_threads` (1 is the
+    newest), or a prefix of exactly one id. Raises ThreadNotFoundError (a subclass,
+    AmbiguousThreadError, for a prefix of several, naming them)."""
+    ref = ref.strip()
+    root = user_dir(home, user_id) / "threads"
+    try:
+        if has_log(thread_dir(home, user_id, ref)):
+            return ref
+    except ThreadNotFoundError:
+        pass  # not an id at all: maybe a number or a prefix
+    if ref.isdigit() and not ref.startswith("0"):
+        threads = list_threads(home, user_id)
+        if int(ref) <= len(threads):
+            return threads[int(ref) - 1].id
+    try:
+        names = sorted(c.name for c in root.iterdir() if c.name.startswith(ref) and has_log(c))
+    except OSError:
+        names = []
+    if len(names) == 1 and ref:
+        return names[0]
+    if len(names) > 1 and ref:
+        shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+        raise AmbiguousThreadError(f"{ref!r} starts more than one thread: {shown}")
+    raise ThreadNotFoundError(
+        f"no thread {ref!r} for user {user_id!r} (give its id, a unique prefix of it, "
+        "or its number in the thread list)"
+    )

@@ -34,7 +34,9 @@ from engine.events import (
     CompactEnd,
     InboxQueued,
     LogEvent,
+    SessionOneShot,
     SessionRewind,
+    SessionTitle,
     ToolResult,
     UserMessage,
 )
@@ -47,7 +49,7 @@ from engine.util.private import read_derived, write_derived
 from engine.util.safe_text import safe_text
 
 CACHE_NAME = "summary.cache"
-FORMAT = 5
+FORMAT = 6
 """Bumped whenever what a summary holds, how it is derived or how it is keyed changes."""
 TITLE_CHARS = 60
 EDGE_BYTES = 4096
@@ -81,6 +83,11 @@ class ThreadSummary:
     problem: str | None = None
     """What ends the log's consistent prefix (`session.jsonl:LINE: what`), which is all
     that is summarized; None for a log that loads whole (the only kind cached)."""
+    last_message: str = ""
+    """`ts` of the last prompt or reply written, on any branch ("" when none): what orders
+    the listing, which opening a thread, a command or a compaction does not change."""
+    one_shot: bool = False
+    """Begun by `trove -p` (`session/one-shot`)."""
 
     @functools.cached_property
     def active(self) -> list[Source]:
@@ -118,7 +125,7 @@ def derive(thread_id: str, scope: str, events: Sequence[LogEvent]) -> ThreadSumm
     shows without reading further); everything else is read off the
     thread's current line, as the tools and the app see it after a rewind.
     """
-    title = first_prompt(events)
+    title, last_message, one_shot = _headline(events)
     events = current_line(events)
     messages = compactions = 0
     last = ""
@@ -146,7 +153,33 @@ def derive(thread_id: str, scope: str, events: Sequence[LogEvent]) -> ThreadSumm
         scan_history(events, scope),
         msgspec.Raw(_ENCODER.encode(active)),
         [source.text.casefold() for source in active],
+        last_message=last_message,
+        one_shot=one_shot,
     )
+
+
+def _headline(events: Sequence[LogEvent]) -> tuple[str, str, bool]:
+    """What the listing shows of the whole file: the title (the last `/rename`, else the
+    first prompt), when a message was last written, and whether `-p` began it."""
+    title = ""
+    last = ""
+    one_shot = False
+    for event in events:
+        if isinstance(event, UserMessage):
+            if event.checkpoint is None and event.source != "inject":
+                last = event.ts or last
+        elif isinstance(event, AssistantMessage | InboxQueued):
+            last = event.ts or last
+        elif isinstance(event, SessionTitle):
+            title = event.title
+        elif isinstance(event, SessionOneShot):
+            one_shot = True
+    return (_one_line(title) or first_prompt(events)), last, one_shot
+
+
+def _one_line(text: str) -> str:
+    words = safe_text(text).split()
+    return " ".join(words)[:TITLE_CHARS] if words else ""
 
 
 def summarize(

@@ -25,6 +25,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
 
+from engine.model.backend import Backend
 from engine.runtime import Runtime
 from engine.runtime.commands import Command
 from tui import bridge
@@ -117,7 +118,9 @@ class ChatScreen(Screen[None]):
         )
         self._strays = StrayText(self, self._inspector)
         parts = (self._commands, self._view, self._drafts, self._inspector)
-        self.front_end = ChatFrontEnd(self, lambda: self.runtime, self.switch_thread, parts)
+        self.front_end = ChatFrontEnd(
+            self, lambda: self.runtime, self.switch_thread, parts, self._model_changed
+        )
         """The engine's FrontEnd for this screen's threads, and the Shell of tui.actions."""
 
     def compose(self) -> ComposeResult:
@@ -164,6 +167,11 @@ class ChatScreen(Screen[None]):
             self._bridge = None
         if self.runtime is runtime:
             self.runtime = None
+
+    def _model_changed(self, backend: Backend) -> None:
+        """/model switched the model: threads opened from now on use it."""
+        if self.threads is not None:
+            self.threads.use_model(backend)
 
     async def switch_thread(self, thread_id: str | None) -> None:
         """Open another thread (or a new one), then close this one; its queue stays in its log."""

@@ -15,6 +15,7 @@ from typing import Any
 
 from textual.screen import Screen
 
+from engine.model.backend import Backend
 from engine.runtime import Runtime
 from engine.runtime.commands import Command
 from tui.actions import app_actions
@@ -32,10 +33,13 @@ class ChatFrontEnd:
         runtime: Callable[[], Runtime | None],
         switch: Callable[[str | None], Awaitable[None]],
         parts: tuple[CommandRunner, ThreadView, PromptDrafts, InspectorPane],
+        models: Callable[[Backend], None] = lambda backend: None,
     ) -> None:
         self._screen = screen
         self._runtime = runtime
         self._switch = switch
+        self._models = models
+        """Told the model /model switched to, for the threads opened after."""
         self._commands, self._view, self._drafts, self._inspector = parts
 
     # FrontEnd
@@ -49,6 +53,19 @@ class ChatFrontEnd:
     def actions(self) -> Iterable[Command]:
         return app_actions(self)
 
+    def model_changed(self, backend: Backend) -> None:
+        """/model switched the model: the header says so now, new threads use it too."""
+        runtime = self._runtime()
+        if runtime is not None:
+            self._view.model_changed(runtime, backend)
+        self._models(backend)
+
+    async def confirm(self, question: str) -> bool:
+        """A yes/no dialog (/delete); the command waits for the answer."""
+        from tui.screens.confirm import ask
+
+        return await ask(self._screen.app, question)
+
     # the Shell of tui.actions: the screen's own keys' actions, once the command returned
 
     def show_help(self) -> None:
@@ -56,6 +73,14 @@ class ChatFrontEnd:
 
     def choose_thread(self) -> None:
         self._screen.call_later(self._screen.run_action, "threads")
+
+    async def switch_to(self, ref: str) -> str:
+        from engine.runtime.commands_threads import switch_named
+
+        runtime = self._runtime()
+        if runtime is None:
+            return "no thread is open"
+        return await switch_named(runtime, self, ref)
 
     def choose_rewind(self) -> None:
         self._screen.call_later(self._screen.run_action, "rewind")

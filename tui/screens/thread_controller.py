@@ -54,12 +54,19 @@ class ThreadController:
         self.backend = backend
         self.runtime: Runtime | None = None
 
+    def use_model(self, backend: Backend) -> None:
+        """/model switched the model: the threads opened from now on talk to it."""
+        self.backend = backend
+        self.model = None  # a client given at launch (tests) gives way to the backend's
+
     async def _load(self, thread_id: str | None, new_id: str | None = None) -> Opened:
         opening = Opening(self.config, self.home, thread_id, new_id)
         opening.claim()
         return await _opened(opening)
 
-    def _start(self, opened: Opened) -> None:
+    def _start(self, opened: Opened, *, said: str | None = None) -> None:
+        """Show the opened thread; `said` is what closing the last one did (a /delete of
+        it), shown with the new thread's notices."""
         runtime = Runtime.assemble(
             self.config,
             self.home,
@@ -70,6 +77,8 @@ class ThreadController:
             front_end=self.front_end,
             defer_continuity=True,  # completed once the first frame is drawn (warm_up)
         )
+        if said is not None:
+            runtime.notices.append(said)
         self.runtime = runtime
         self._on_open(runtime, opened.kept)
 
@@ -116,8 +125,9 @@ class ThreadController:
             opened = await self._load(thread_id)
         except (LogCorruptError, ThreadNotFoundError, OSError) as exc:
             return str(exc)
+        old = self.runtime
         await self.close()
-        self._start(opened)
+        self._start(opened, said=old.closing_notice if old is not None else None)
         return None
 
     async def close(self) -> None:

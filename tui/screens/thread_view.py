@@ -9,12 +9,13 @@ inspector follow the log too.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from textual.screen import Screen
 
 from engine import events as ev
+from engine.model.backend import Backend
 from engine.port import EngineState
 from engine.runtime import Runtime
 from tui.screens.chat_settings import ChatSettings
@@ -30,6 +31,15 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from tui.drawn_lines import DrawnReply, Kept
+
+
+def thread_title(events: Sequence[ev.LogEvent]) -> str:
+    """The title `/rename` gave the thread last ("" when none): the title bar shows it in
+    place of the thread's id. Read from the end: a rename is rare, and recent."""
+    for event in reversed(events):
+        if isinstance(event, ev.SessionTitle):
+            return " ".join(event.title.split())
+    return ""
 
 
 class ThreadView:
@@ -58,8 +68,8 @@ class ThreadView:
         back in the input; its state."""
         settings = self._settings
         title = self._screen.query_one(TitleBar)
-        title.thread = runtime.thread.id
-        title.model = settings.model_label
+        title.thread = thread_title(runtime.thread.log.file_events) or runtime.thread.id
+        title.model = self.model_label(runtime)
         transcript = self._screen.query_one(Transcript)
         transcript.remove_children()
         if not settings.configured:
@@ -67,7 +77,7 @@ class ThreadView:
 
             transcript.mount(FirstRunPanel(settings.config_label))
         elif is_empty(runtime.thread.log.events):
-            transcript.mount(Welcome(settings.model_label, runtime.thread.dir))
+            transcript.mount(Welcome(self.model_label(runtime), runtime.thread.dir))
             backend = settings.backend
             if backend is not None and tiny_offline(backend):
                 transcript.mount(TinyModelNote(backend, settings.config_label))
@@ -85,11 +95,23 @@ class ThreadView:
         self.state(runtime.state())
         self._inspector.bind(runtime)
 
+    def model_label(self, runtime: Runtime) -> str:
+        """The model as the header names it: the runtime's (/model may have switched it)."""
+        backend = runtime.backend
+        return backend.label if backend is not None else self._settings.model_label
+
+    def model_changed(self, runtime: Runtime, backend: Backend) -> None:
+        """/model switched the model: its name and its context window's figure."""
+        self._screen.query_one(TitleBar).model = backend.label
+        self.context(runtime)
+
     def event(self, runtime: Runtime, event: ev.LogEvent) -> None:
         """An event the log just took."""
         if isinstance(event, ev.SessionRewind):
             self._rewound(runtime)
             return
+        if isinstance(event, ev.SessionTitle):
+            self._screen.query_one(TitleBar).thread = thread_title([event]) or runtime.thread.id
         self._screen.query_one(Transcript).show_event(event)
         if isinstance(event, ev.AssistantMessage | ev.UserMessage | ev.ToolResult | ev.CompactEnd):
             self.context(runtime)

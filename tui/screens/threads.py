@@ -1,4 +1,5 @@
-"""/threads and Ctrl+T: pick a thread to switch to (newest first)."""
+"""/threads and Ctrl+T: pick a thread to switch to (the newest message first), numbered as
+`/threads N` and `--thread N` count them; `-p` marks a thread `trove -p` began."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from engine.runtime import Runtime
+from engine.util.safe_text import safe_text
 from engine.workspace.listing import ThreadInfo, list_threads
 
 
@@ -30,13 +32,19 @@ class ThreadsScreen(ModalScreen[str | None]):
         with Vertical():
             yield Label(" Threads — Enter opens, Esc closes")
             options = []
-            for info in self.threads:
-                stamp = info.modified.astimezone().strftime("%Y-%m-%d %H:%M")
+            for number, info in enumerate(self.threads, 1):
+                stamp = info.changed.astimezone().strftime("%Y-%m-%d %H:%M")
                 mark = "● " if info.id == self.current else "  "
+                one_shot = ("  -p", "$text-muted") if info.one_shot else ""
                 options.append(
                     Option(
                         Content.assemble(
-                            mark, (info.id, "bold"), f"  {stamp}  ", (info.title, "$text-muted")
+                            (f"{number:>3} ", "$text-muted"),
+                            mark,
+                            (info.id, "bold"),
+                            f"  {stamp}  ",
+                            (safe_text(info.title), "$text-muted"),
+                            one_shot,
                         ),
                         id=info.id,
                     )
