@@ -35,13 +35,15 @@ class Driver(Inbox, Admission, TurnLoop):
         max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
         surface: Surface | None = None,
         observers: Sequence[Observer] = (),
+        model_entry: str | None = None,
     ) -> None:
         """`surface` is the log's surface when something built before the driver (the
         continuity context) must share it; it is built from the log otherwise.
         `extension` adds its tools, instructions and context pass to every request."""
         self.log = log
         self.model = model
-        self.model_entry: str | None = None
+        self.model_entry = model_entry
+        """The config's name for the model (`models:`), recorded on each reply."""
         self.tools = tools or ToolBox()
         self.system_prompt = system_prompt
         self.hooks = hooks

@@ -165,19 +165,6 @@ def _originals(archive: Any, *, recovered: bool, continuity: bool) -> str:
     )
 
 
-class CommandHost(Struct, frozen=True):
-    """The parts the built-in commands act on, gathered before the Runtime is built so
-    its command list is complete when it is constructed."""
-
-    home: Path
-    config: Config
-    thread: Thread
-    driver: Driver
-    commands: CommandRegistry
-    compaction: CompactService
-    backend: Backend | None
-
-
 class Runtime(Struct):
     config: Config
     home: Path
@@ -198,6 +185,11 @@ class Runtime(Struct):
     closing_failed: bool = False
     relay: DriverRelay | None = None
     """What tells the front ends of the model client's retries and waits."""
+    front_end: FrontEnd | None = None
+    """The front end's hook for the commands that switch threads or quit."""
+
+    def __post_init__(self) -> None:
+        register_builtins(self, self.front_end)  # the command list is whole once built
 
     def use_model(self, backend: Backend) -> ModelClient:
         """Talk to `backend`'s model from the next request on (/model), its context window
@@ -318,8 +310,8 @@ class Runtime(Struct):
             max_tool_rounds=config.model.max_tool_rounds,
             surface=surface,
             observers=[relay],
+            model_entry=backend.entry if backend is not None else None,
         )
-        driver.model_entry = backend.entry if backend is not None else None
         thread.log.subscribe(relay.on_event)
         if continuity is not None and not defer_continuity:
             continuity.complete()
@@ -330,23 +322,20 @@ class Runtime(Struct):
         )
         if interrupted is not None:
             notices.append(interrupted)
-        commands = CommandRegistry(thread.log)
-        register_builtins(
-            CommandHost(home, config, thread, driver, commands, compaction, backend), front_end
-        )
         return cls(
             config,
             home,
             thread,
             client,
             driver,
-            commands,
+            CommandRegistry(thread.log),
             compaction,
             continuity,
             port,
             notices=notices,
             backend=backend,
             relay=relay,
+            front_end=front_end,
         )
 
     def subscribe(self, listener: Listener, *, on_error: ErrorHook | None = None) -> Unsubscribe:
