@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from engine.config import Config
@@ -70,10 +70,31 @@ class _Version(argparse.Action):
         parser.exit(EXIT_OK)
 
 
+class _Help(argparse.Action):
+    """-h/--help, ending with the config file a run with the options before it reads."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(
+            option_strings, argparse.SUPPRESS, nargs=0, default=argparse.SUPPRESS, **kwargs
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        from engine.config import config_line, default_home
+
+        namespace = args[0]
+        parser.epilog = config_line(namespace.config, namespace.home or default_home())
+        parser.print_help()
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
-        prog="trove", description="A terminal chat app that never loses what it compacts."
+        prog="trove",
+        description="A terminal chat app that never loses what it compacts.",
+        add_help=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # the config line unwrapped
     )
+    parser.add_argument("-h", "--help", action=_Help, help="show this help and the config file")
     parser.add_argument("--version", action=_Version)
     _common(parser, suppress=False)
     mode = parser.add_mutually_exclusive_group()

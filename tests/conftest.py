@@ -42,6 +42,16 @@ def env(tmp_path: Path, server: ScriptedServer) -> Env:
 
 
 @pytest.fixture(autouse=True)
+def own_config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The platform's config dir (read before the data dir) is the test's own, empty:
+    a config.yaml in the user's ~/.config never reaches a test (nor the `trove` it runs,
+    which inherits the environment)."""
+    path = tmp_path / "xdg-config"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(path))
+    return path
+
+
+@pytest.fixture(autouse=True)
 async def close_what_the_test_opened() -> AsyncIterator[None]:
     """Drivers, runtimes and clients a test opened through tests.support are closed here,
     in the test's own loop, even when an assert failed before the test closed them."""

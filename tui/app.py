@@ -30,9 +30,17 @@ from tui.screens.chat import ChatScreen
 from tui.screens.chat_settings import ChatSettings
 from tui.screens.thread_controller import ThreadController
 from tui.typed import TypingApp
+from tui.widgets.welcome import home_label
 
 if TYPE_CHECKING:
     from tui.startup.opening import Opening
+
+
+def config_shown(config: Config, home: Path) -> str:
+    """The config file read, or where one would be read from first, with `~` for the home."""
+    from engine.config import config_candidates
+
+    return home_label(config.source or config_candidates(home)[0])
 
 
 class TroveApp(TypingApp[int]):
@@ -100,7 +108,8 @@ class TroveApp(TypingApp[int]):
                 clock=clock,
                 model_label=model_label or (backend.label if backend else config.model.name),
                 configured=configured and (backend is None or backend.kind != "none"),
-                config_label=config_label or str(config.source or home / "config.yaml"),
+                config_label=config_label or config_shown(config, home),
+                config_read=config.source is not None,
                 backend=backend,
                 show_opened=self.show_opened,
             )

@@ -1,6 +1,7 @@
 """The configuration: typed settings read from YAML, the environment and defaults."""
 
 from engine.config.errors import ConfigError
+from engine.config.places import config_candidates, config_line, config_place, find_config
 from engine.config.settings import (
     CompactionConfig,
     Config,
@@ -25,7 +26,11 @@ __all__ = [
     "ModelEntry",
     "TaskContinuityConfig",
     "UiConfig",
+    "config_candidates",
+    "config_line",
+    "config_place",
     "default_home",
+    "find_config",
     "key_descriptions",
     "load_config",
     "parse_config",

@@ -365,21 +365,19 @@ def default_home() -> Path:
 
 
 def load_config(path: Path | None, *, home: Path, env: Mapping[str, str] | None = None) -> Config:
-    """Load the config the CLI asked for, or the one in `home`, or the defaults.
+    """Load the config the CLI asked for, or the first of `config_candidates(home)`
+    (the platform's config dir, then `home`), or the defaults.
 
     An explicit path that does not exist is an error (a typo in --config must not
-    silently mean "defaults"); a missing home/config.yaml just means defaults.
+    silently mean "defaults"); no file in either place just means defaults.
     """
     env = os.environ if env is None else env
     if path is None:
-        candidate = Path(home) / "config.yaml"
-        try:
-            present = candidate.exists() or candidate.is_symlink()
-        except OSError as exc:
-            raise ConfigError(f"{candidate}: cannot read config file: {exc.strerror}") from None
-        if not present:
+        from engine.config.places import config_candidates, find_config
+
+        path = find_config(config_candidates(home))
+        if path is None:
             return parse_config(None, source="(no config file)", env=env)
-        path = candidate
     else:
         path = Path(path)
         try:

@@ -111,7 +111,7 @@ def _register_switches(runtime: Host, front: FrontEnd) -> None:
         front.open_thread(None)
         return "new thread"
 
-    @registry.add("fork", "copy this thread's messages and notes into a new thread")
+    @registry.add("fork", "copy this thread's messages, notes and archive into a new thread")
     async def _fork(args: str) -> str:
         if not runtime.thread.log.exists:
             raise CommandError("nothing to fork yet: this thread has no messages")

@@ -48,13 +48,13 @@ def make_app(home: Path, server: Any, *, configured: bool = True, **compaction: 
 def app_for(config: Config, home: Path, server: Any, **kw: Any) -> TroveApp:
     """The app as the tests run it: the scripted server's client, a frozen clock, a fixed
     new-thread id and config label (stable snapshots), no animation."""
+    kw.setdefault("config_label", "~/.config/trove/config.yaml")
     app = TroveApp(
         config,
         home,
         model=client_for(server),
         clock=lambda: FROZEN,
         new_thread_id="t-snapshot",
-        config_label="~/.local/share/trove/config.yaml",
         **kw,
     )
     app.animation_level = "none"

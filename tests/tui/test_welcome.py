@@ -6,15 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from msgspec.structs import replace
+
 from engine import events as ev
-from engine.config import parse_config
+from engine.config import config_candidates, parse_config
 from engine.model.backend import Backend
 from engine.model.local.runner import LocalSettings
 from tests.tui.conftest import app_for, settle
 from tests.tui.test_terminal_safety import screen_text
 from tui.app import TroveApp
 from tui.widgets.prompt_input import PromptInput
-from tui.widgets.welcome import TinyModelNote, Welcome
+from tui.widgets.welcome import TinyModelNote, Welcome, home_label
 
 SIZE = (100, 32)
 GGUF = "SmolLM2-135M-Instruct-Q8_0.gguf"
@@ -58,6 +60,23 @@ async def test_a_new_thread_welcomes_with_model_data_dir_and_keys(app_factory, s
         assert not [e for e in app.runtime.thread.log.events if "Welcome" in str(e)]
 
 
+async def test_the_welcome_names_the_config_file_read_or_where_one_goes(tmp_path, server):
+    home = tmp_path / "home"
+    app = app_for(parse_config(None, source="test", env={}), home, server, config_label=None)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        shown = " ".join(app.query_one(Welcome).text.split())
+        place = app.chat.settings.config_label
+        assert place == home_label(config_candidates(home)[0])  # the platform's config dir
+        assert f"No config file (defaults); put one at {place}." in shown
+    read = tmp_path / "mine.yaml"
+    config = replace(parse_config(None, source="test", env={}), source=read)
+    app = app_for(config, home, server, config_label=None)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert f"Config: {read}." in " ".join(app.query_one(Welcome).text.split())
+
+
 async def test_a_thread_with_messages_opens_without_the_welcome(app_factory, tmp_path):
     from engine.threads.thread import Thread
 
@@ -80,7 +99,7 @@ async def test_the_tiny_offline_model_says_so_and_how_to_connect_a_real_one(tmp_
         assert "tiny offline model (SmolLM2-135M)" in note
         for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "model.base_url", "model.name"):
             assert key in note
-        assert "~/.local/share/trove/config.yaml" in note
+        assert "~/.config/trove/config.yaml" in note
         assert "provider" not in note
         assert "local · SmolLM2-135M · offline" in " ".join(app.query_one(Welcome).text.split())
         placeholder = "Message SmolLM2-135M — Enter to send, F1 for help"

@@ -17,5 +17,7 @@ class ChatSettings(Struct, frozen=True):
     model_label: str
     configured: bool
     config_label: str
+    """The config file read, or (`config_read` False) where one would be read from first."""
+    config_read: bool = False
     backend: Backend | None = None
     show_opened: Callable[[], bool] = lambda: False

@@ -77,7 +77,14 @@ class ThreadView:
 
             transcript.mount(FirstRunPanel(settings.config_label))
         elif is_empty(runtime.thread.log.events):
-            transcript.mount(Welcome(self.model_label(runtime), runtime.thread.dir))
+            transcript.mount(
+                Welcome(
+                    self.model_label(runtime),
+                    runtime.thread.dir,
+                    settings.config_label,
+                    settings.config_read,
+                )
+            )
             backend = settings.backend
             if backend is not None and tiny_offline(backend):
                 transcript.mount(TinyModelNote(backend, settings.config_label))

@@ -1,4 +1,4 @@
-"""What a new, empty thread shows first: the model, where data lives, the keys that matter.
+"""What a new, empty thread shows first: the model, where data and config live, the keys.
 
 A screen with nothing on it tells a new user nothing, so an empty thread opens
 with one welcome notice (and, when the model is the tiny bundled offline one,
@@ -61,10 +61,17 @@ class Welcome(Notice):
     Welcome { color: $text; }
     """
 
-    def __init__(self, model_label: str, thread_dir: Path) -> None:
+    def __init__(
+        self, model_label: str, thread_dir: Path, config_label: str, config_read: bool
+    ) -> None:
+        config = (
+            f"Config: {config_label}."
+            if config_read
+            else f"No config file (defaults); put one at {config_label}."
+        )
         super().__init__(
             f"Welcome to Trove. Model: {model_label}. This thread is kept in "
-            f"{home_label(thread_dir)}.\n{KEYS}."
+            f"{home_label(thread_dir)}.\n{config}\n{KEYS}."
         )
 
 
