@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from textual import events
 from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
+from textual.theme import Theme
 
 from engine.config import Config
 from engine.model import ClientFactory, ModelClient
@@ -30,6 +32,7 @@ from tui.screens.chat import ChatScreen
 from tui.screens.chat_settings import ChatSettings
 from tui.screens.thread_controller import ThreadController
 from tui.typed import TypingApp
+from tui.ui_state import UiState, load_state, save_state, theme_to_use
 from tui.widgets.welcome import home_label
 
 if TYPE_CHECKING:
@@ -114,12 +117,30 @@ class TroveApp(TypingApp[int]):
                 show_opened=self.show_opened,
             )
         )
-        self.theme = config.ui.theme
+        self._ui_state = load_state(home)  # before the loop runs: the first frame has it
+        self.theme = theme_to_use(self._ui_state, config.ui.theme, self.available_themes)
         code_lexers.defer()  # a resumed thread's first frame must not wait for Pygments
         self.unsent_text: str | None = None
         """A prompt the app could not keep in the log at quit: printed after the terminal."""
         self.resume_hint: str | None = None
         """`resume with: trove --thread ID` once the app quits in a thread with history."""
+
+    def on_mount(self) -> None:
+        self.theme_changed_signal.subscribe(self, self._keep_theme)
+
+    def _keep_theme(self, theme: Theme) -> None:
+        """A theme set after the start (the palette's pick) is kept for the next launch,
+        written by a worker thread (a failed write only loses that)."""
+        kept = theme_to_use(self._ui_state, self.config.ui.theme, self.available_themes)
+        if theme.name == kept:
+            return  # already what the next launch would use
+        self._ui_state = UiState(theme=theme.name, config_theme=self.config.ui.theme)
+        self.run_worker(
+            partial(save_state, self.home, self._ui_state),
+            thread=True,
+            group="ui-state",
+            exit_on_error=False,
+        )
 
     def get_default_screen(self) -> Screen[Any]:
         return self.chat
@@ -206,6 +227,9 @@ class TroveApp(TypingApp[int]):
         await self.chat.close()
         if drawn is not None:
             await asyncio.to_thread(drawn_lines.save, *drawn)
+        keeping = [w for w in self.workers if w.group == "ui-state"]
+        if keeping:  # the theme just picked reaches the disk before the app ends
+            await self.workers.wait_for_complete(keeping)
         self.exit(0)
 
     async def on_unmount(self) -> None:
