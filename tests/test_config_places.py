@@ -76,3 +76,14 @@ def test_a_config_in_the_config_dir_is_what_trove_runs_with(
     result = trove("--home", str(tmp_path / "home"), "-p", "hello")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "read from the config dir"
+
+
+def test_ui_max_width_is_a_column_count_or_the_whole_width(tmp_path: Path):
+    assert load_config(None, home=tmp_path, env={}).ui.max_width == 100
+    for text, expected in (("0", 0), ("null", None), ("160", 160)):
+        path = write(tmp_path / f"{text}.yaml", f"ui:\n  max_width: {text}\n")
+        assert load_config(path, home=tmp_path, env={}).ui.max_width == expected
+    for bad in ("-1", "wide", "1.5"):
+        path = write(tmp_path / "bad.yaml", f"ui:\n  max_width: {bad}\n")
+        with pytest.raises(ConfigError, match="ui.max_width"):
+            load_config(path, home=tmp_path, env={})

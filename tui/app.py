@@ -113,6 +113,7 @@ class TroveApp(TypingApp[int]):
                 configured=configured and (backend is None or backend.kind != "none"),
                 config_label=config_label or config_shown(config, home),
                 config_read=config.source is not None,
+                max_width=config.ui.max_width,
                 backend=backend,
                 show_opened=self.show_opened,
             )

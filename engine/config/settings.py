@@ -274,6 +274,17 @@ class UiConfig(Struct, frozen=True):
     """Front-end preferences; the engine only carries them."""
 
     theme: Annotated[str, _key("any Textual theme name", min_length=1)] = "textual-dark"
+    max_width: (
+        Annotated[
+            int,
+            _key(
+                "columns the transcript's messages wrap at on wider terminals (>= 0);"
+                " 0 or null = the whole width",
+                ge=0,
+            ),
+        ]
+        | None
+    ) = 100
 
 
 class Config(Struct, frozen=True):

@@ -126,7 +126,9 @@ class ChatScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield TitleBar()
         with Horizontal(id="body"), Vertical(id="chat"):
-            yield Transcript(id="transcript")
+            transcript = Transcript(id="transcript")
+            transcript.max_width = self.settings.max_width
+            yield transcript
             yield NewOutputMarker(id="new-output")
             yield StatusStrip(self.settings.clock, id="status")
             yield SlashMenu(id="slash")

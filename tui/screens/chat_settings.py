@@ -20,4 +20,6 @@ class ChatSettings(Struct, frozen=True):
     """The config file read, or (`config_read` False) where one would be read from first."""
     config_read: bool = False
     backend: Backend | None = None
+    max_width: int | None = None
+    """Columns the transcript's messages wrap at (`ui.max_width`; 0/None: the whole width)."""
     show_opened: Callable[[], bool] = lambda: False

@@ -30,6 +30,7 @@ from tui.widgets.chat_message import Notice, PastReply, UserMessage
 from tui.widgets.checkpoint_block import CheckpointBlock
 from tui.widgets.load_button import LoadButton
 from tui.widgets.new_output import NewOutputMarker
+from tui.widgets.readable_width import readable_padding
 from tui.widgets.tool_block import ToolBlock
 
 if TYPE_CHECKING:
@@ -83,6 +84,10 @@ class Transcript(VerticalScroll):
     BINDINGS = [
         Binding("end", "scroll_end", "Newest", show=False, tooltip="jump to the newest output"),
     ]
+    max_width: int | None = None
+    """Columns the messages wrap at on a wider transcript (`ui.max_width`; 0/None: all)."""
+    _fitted = -1
+    """The width `max_width` was last applied at (see `readable_padding`)."""
     DEFAULT_CSS = """
     Transcript {
         layout: stream;
@@ -126,6 +131,9 @@ class Transcript(VerticalScroll):
     def _size_updated(
         self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
     ) -> bool:
+        if size.width != self._fitted:
+            self._fitted = size.width
+            self.styles.padding = readable_padding(size.width, self.max_width)
         # A reply frame grows the transcript's virtual size in the layout that placed
         # it (which also scrolled an anchored view to the end and sized the scrollbar):
         # as a layout reactive, the new size would ask for a second, identical layout.
