@@ -111,7 +111,7 @@ def _register_switches(runtime: Host, front: FrontEnd) -> None:
         front.open_thread(None)
         return "new thread"
 
-    @registry.add("fork", "copy this thread's messages, notes and archive into a new thread")
+    @registry.add("fork", "copy this thread's messages and notes into a new thread")
     async def _fork(args: str) -> str:
         if not runtime.thread.log.exists:
             raise CommandError("nothing to fork yet: this thread has no messages")
@@ -120,8 +120,9 @@ def _register_switches(runtime: Host, front: FrontEnd) -> None:
         )
         front.open_thread(child)
         return (
-            f"Forked into thread {child}. The archive stays with the parent, so notes' "
-            "citations show as unavailable there until checked again."
+            f"Forked into thread {child}. The archive stays with the parent "
+            f"({runtime.thread.id}: history search --thread {runtime.thread.id}), so notes' "
+            "citations show as unavailable here until checked again."
         )
 
     @registry.add("quit", "leave Trove (queued prompts stay in the thread)", show="quiet")
