@@ -441,6 +441,16 @@ def test_migrations_run_in_order_one_transaction_each(
     store = ArchiveStore(path, cfg(), scope="a" * 32)
     with pytest.raises(CaptureError, match="step 2 failed"):
         store.capture(1, [rec(1, "text")])
+    # a new file is made whole before it takes the archive's name: this one never did
+    assert os.listdir(path.parent) == []
+    # an existing file is migrated in place: a version 1 file, as an older Trove left it
+    conn = sqlite3.connect(path)
+    schema.MIGRATIONS[0].apply(conn, None)
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    with pytest.raises(CaptureError, match="step 2 failed"):
+        store.capture(1, [rec(1, "text")])
     store.close()
     conn = sqlite3.connect(path)
     # step 1 stayed done; step 2 rolled back alone

@@ -1,19 +1,28 @@
-"""The archive file: where it lives, and opening it (URI modes, read stamp, WAL, private modes).
+"""The archive file: where it lives, making it, opening it (URI modes, read stamp, WAL, modes).
 
 A read-only store writes nothing, not even `-wal`/`-shm`: when no `-wal`
 exists, everything committed is in the main file, so it is opened
 `immutable=1` (no lock, no shared memory) and the caller checks afterwards,
 with `file_stamp`, that the file did not change under the read; otherwise it
 is opened `mode=ro`, which uses the `-wal`/`-shm` a live writer already has.
+
+A new file is made whole under a name of its own and hard-linked into place
+(`create`), so a competing writer, or a reader, finds either no file or a
+complete one, never one half made.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import secrets
 import sqlite3
+import stat
 from pathlib import Path
 
-from engine.util.private import tighten
+from engine.continuity.archive.schema import ArchiveUnavailableError, migrate
+from engine.util.private import open_private, tighten
 
 BUSY_TIMEOUT_MS = 10_000
 ARCHIVE_DIR = "task-history"
@@ -25,6 +34,65 @@ Stamp = tuple[int, int, int]
 def archive_path(thread_dir: Path) -> Path:
     """`<thread dir>/task-history/history.sqlite`, beside the session log."""
     return thread_dir / ARCHIVE_DIR / ARCHIVE_NAME
+
+
+_NO_HARD_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS})
+
+
+def present(path: Path) -> bool:
+    """Whether an archive file is at `path`: a regular file, or a link to one.
+
+    Anything else under the name (a FIFO, a device, a link to one, to nothing
+    or to itself) raises `ArchiveUnavailableError`: it is never opened. A
+    file that a competing writer links into place between the two looks
+    below is found, not taken for a link to nothing.
+    """
+    try:
+        info = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        try:
+            info = os.lstat(path)  # a link to nothing, or a file put there since
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+    except OSError as exc:
+        raise ArchiveUnavailableError(f"{path}: cannot look at the archive: {exc}") from exc
+    if not stat.S_ISREG(info.st_mode):
+        raise ArchiveUnavailableError(f"{path}: not a regular file; it is not read")
+    return True
+
+
+def create(path: Path, scope: str | None) -> None:
+    """Put a new archive at `path` unless another writer's is there first; either way
+    something is at `path` afterwards, for `present` to judge.
+
+    The file gets its schema, application_id and scope under a name of its own
+    (made with O_EXCL: never through a link or a FIFO), then is hard-linked to
+    `path`. A link never replaces: the loser of a race finds the winner's
+    file, complete, and its own goes. Where the file system has no hard
+    links, an empty file is made in place (O_EXCL) and the capture's `migrate`
+    gives it the schema; its steps serialize with a competing writer's.
+    """
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    os.close(open_private(temporary, os.O_WRONLY | os.O_EXCL))
+    try:
+        conn = connect(temporary, "rw")
+        try:
+            migrate(conn, temporary, scope)
+        finally:
+            conn.close()
+        try:
+            os.link(temporary, path, follow_symlinks=False)
+        except FileExistsError:
+            pass  # a competing writer's file came first: it is the one opened
+        except OSError as exc:
+            if exc.errno not in _NO_HARD_LINKS:
+                raise
+            with contextlib.suppress(FileExistsError):
+                os.close(open_private(path, os.O_WRONLY | os.O_EXCL))
+    finally:
+        for name in (temporary, temporary.with_name(temporary.name + "-journal")):
+            with contextlib.suppress(OSError):
+                name.unlink()
 
 
 def connect(path: Path, mode: str) -> sqlite3.Connection:

@@ -18,7 +18,6 @@ read share its one connection, its lock and its record of damage.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable
@@ -33,9 +32,11 @@ from engine.continuity.archive.batch_writes import CaptureResult, prepare, write
 from engine.continuity.archive.file import (
     archive_path,
     connect,
+    create,
     ensure_wal,
     file_stamp,
     make_private,
+    present,
     read_mode,
 )
 from engine.continuity.archive.query import fts_table, search_batches
@@ -58,7 +59,7 @@ from engine.continuity.archive.schema import (
     schema_state,
 )
 from engine.util.offload import run_drained
-from engine.util.private import open_private, private_dir
+from engine.util.private import private_dir
 
 __all__ = [
     "APPLICATION_ID",
@@ -146,9 +147,7 @@ class ArchiveStore:
         """The open connection, or None when there is no archive file (never creates it)."""
         if self._conn is not None:
             return self._conn
-        if not self.path.is_file():
-            if os.path.lexists(self.path):  # a FIFO, a device, a link to one or to nothing
-                raise ArchiveUnavailableError(f"{self.path}: not a regular file; it is not read")
+        if not present(self.path):  # raises for a FIFO, a device, a link to one or to nothing
             return None
         if not self.readonly:
             make_private(self.path)
@@ -173,11 +172,12 @@ class ArchiveStore:
             if conn is None:
                 private_dir(self.path.parent)
                 archive_terms.remove(self.path)  # it described an earlier file
-                # Made new (O_EXCL: never through a link or a FIFO put there meanwhile);
-                # SQLite gives -wal and -shm this file's mode.
-                os.close(open_private(self.path, os.O_WRONLY | os.O_EXCL))
-                conn = connect(self.path, "rwc")
-                self._conn = conn
+                # Made whole, then linked into place, or a competing writer's is found
+                # there: opened either way. SQLite gives -wal and -shm this file's mode.
+                create(self.path, self.scope)
+                conn = self._reader()
+                if conn is None:
+                    raise ArchiveUnavailableError(f"{self.path}: removed as it was made")
             ensure_wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute(f"PRAGMA max_page_count = {int(self.max_page_count)}")
