@@ -104,6 +104,13 @@ class SeqSpan(msgspec.Struct, omit_defaults=True, frozen=True, gc=False):
     count: int | None = None
 
 
+class Requeued(msgspec.Struct, omit_defaults=True, frozen=True, gc=False):
+    """An inbox item queued again by a rewind (`SessionRewind.queued`), id and text kept."""
+
+    item_id: int
+    text: str = ""
+
+
 # -- the conversation ------------------------------------------------------------------
 
 
@@ -264,6 +271,25 @@ class SessionRewind(Event, tag="session/rewind", kw_only=True, frozen=True):
 
     after: int
     prompt: int | None = None
+    retry: bool = False
+    """`/retry`: the turn after this line answers the prompt at `after` again. Until that
+    turn ends whole, the reply it replaces is the thread's: a retry that does not (a
+    cancel, a failed stream, a crash) is undone by a rewind back to this line's seq - 1,
+    the tip the retry left (`engine.threads.retry`)."""
+    undoes: int | None = None
+    """The seq of the `/retry` rewind this one undoes (that retry did not end whole)."""
+    queued: tuple[Requeued, ...] = ()
+    """Prompts that were queued (or steered in) on the branch this rewind leaves, queued
+    again here with their ids, in this one line (an undone retry's: nothing typed is lost
+    with the branch)."""
+
+
+class SessionSystem(Event, tag="session/system", kw_only=True, frozen=True):
+    """`/system TEXT`: the thread's system prompt from the next request on; `text` None
+    (`/system --reset`) goes back to the default. The thread's, not its line's: the
+    newest in the file holds, on whatever branch (a rewind or a retry keeps it)."""
+
+    text: str | None = None
 
 
 class SessionTitle(Event, tag="session/title", kw_only=True, frozen=True):
@@ -326,6 +352,7 @@ KnownEvent = (
     | EndSeed
     | SessionFork
     | SessionRewind
+    | SessionSystem
     | SessionTitle
     | SessionOneShot
     | PromptDraft

@@ -1,26 +1,20 @@
 """Copying text out of the app, and saying honestly where it went.
 
-OSC 52 asks the terminal to set the clipboard; nothing comes back, so it is
-never reported as done. A system clipboard tool (wl-copy, xclip, pbcopy)
-that exits 0 is confirmation; only then does the answer say "copied".
+OSC 52 (Textual's `copy_to_clipboard`) asks the terminal to set the clipboard;
+nothing comes back, so it is never reported as done. A system clipboard tool
+that exits 0 is confirmation; only then does the answer say "copied"
+(engine.util.clipboard).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
+import asyncio
 from typing import Any
 
 from textual.app import App
 
+from engine.util.clipboard import system_copy, where_copied
 from engine.util.safe_text import safe_text
-
-_TOOLS = (
-    ("WAYLAND_DISPLAY", ["wl-copy"]),
-    ("DISPLAY", ["xclip", "-selection", "clipboard"]),
-    ("", ["pbcopy"]),
-)
 
 
 def copy_text(app: App[Any], text: str, what: str | None = None) -> str:
@@ -33,30 +27,11 @@ def copy_text(app: App[Any], text: str, what: str | None = None) -> str:
     text = safe_text(text)
     app.copy_to_clipboard(text)
     what = what or f"{len(text):,} characters"
-    tool = _system_copy(text)
-    if tool is not None:
-        return f"Copied {what} to the system clipboard ({tool})."
-    return f"Sent {what} to the terminal's clipboard (OSC 52) — your terminal may ignore it."
+    return where_copied(what, system_copy(text), osc=True)
 
 
-def _system_copy(text: str) -> str | None:
-    """The tool that took the text (it exited 0), or None when none could."""
-    for needs, command in _TOOLS:
-        if needs and not os.environ.get(needs):
-            continue  # an X or Wayland tool with no display to talk to fails anyway
-        if shutil.which(command[0]) is None:
-            continue
-        try:
-            done = subprocess.run(
-                command,
-                input=text.encode(),
-                timeout=2,
-                check=False,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-        except (OSError, subprocess.SubprocessError):
-            continue
-        if done.returncode == 0:
-            return command[0]
-    return None
+async def copy_text_off_loop(app: App[Any], text: str, what: str) -> str:
+    """`copy_text` with the clipboard tool run off the event loop (a command's copy)."""
+    text = safe_text(text)
+    app.copy_to_clipboard(text)
+    return where_copied(what, await asyncio.to_thread(system_copy, text), osc=True)

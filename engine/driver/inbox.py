@@ -150,6 +150,10 @@ class Inbox(DriverState):
                 pending[item_id] = InboxItem(item_id, event.text, False, "follow-up", True)
             elif isinstance(event, SessionRewind):
                 # Refused while anything waits; what was queued at the branch point
-                # was taken by a turn of the abandoned branch, and goes with it.
+                # was taken by a turn of the abandoned branch, and goes with it. An
+                # undone retry queues again what its branch had (engine.threads.retry).
                 pending.clear()
+                for again in event.queued:
+                    item_id = InboxItemId(again.item_id)
+                    pending[item_id] = InboxItem(item_id, again.text, False, "follow-up", True)
         self._inbox = sorted(pending.values(), key=lambda item: item.id)

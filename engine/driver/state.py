@@ -13,6 +13,7 @@ from typing import Any
 
 from engine.driver.inbox_item import InboxItem
 from engine.driver.ports import ContextBuilder, Extension, ModelPort, Observer, TurnHooks
+from engine.events import SessionRewind
 from engine.log import SessionLog
 from engine.model.tools import ToolBox
 from engine.surface import Surface
@@ -118,6 +119,6 @@ class DriverState:
         """Start the turn the scheduled claim would start (engine.driver.admission)."""
         raise NotImplementedError
 
-    async def _turn(self, items: list[InboxItem]) -> None:
+    async def _turn(self, items: list[InboxItem], retry: SessionRewind | None = None) -> None:
         """Run one turn over the claimed items (engine.driver.turn_loop)."""
         raise NotImplementedError

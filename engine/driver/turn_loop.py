@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any, cast
 
-from engine.driver.inbox_item import InboxItem
+from engine.driver.inbox_item import InboxItem, InboxItemId
 from engine.driver.ports import TurnAgent
 from engine.driver.state import DriverState
 from engine.events import (
     AssistantMessage,
+    SessionRewind,
     ToolCall,
     ToolResult,
     TurnEnd,
@@ -26,6 +27,7 @@ from engine.log import LogWriteError
 from engine.model import ContextOverflowError, ModelError
 from engine.model.tools import ToolBox, error_result
 from engine.surface import Message
+from engine.threads.retry import undo_retry
 
 DEFAULT_MAX_TOOL_ROUNDS = 16
 """Rounds of tool calls one turn may run (``model.max_tool_rounds`` sets it)."""
@@ -46,6 +48,40 @@ class TurnLoop(DriverState):
             return False
         self._turn_task.cancel("cancelled by the user")
         return True
+
+    async def stop_turn(self) -> None:
+        """Cancel the running turn (as `cancel`) and wait until it has ended."""
+        task = self._turn_task
+        if self.cancel() and task is not None:
+            await asyncio.wait({task})
+
+    def regenerate(self, after: int) -> asyncio.Task[None] | None:
+        """/retry: branch the thread just after event `after` (the prompt to answer
+        again) and run a turn there that takes no new prompt. The rewind line is
+        fsynced before the turn starts; the turn undoes it unless it ends whole.
+        None (nothing written): the boundary is not free (a turn, a claim, a reservation
+        or a waiting prompt holds it)."""
+        if self._closed or self._turn_task is not None or self._claim is not None:
+            return None
+        if self._reservation is not None or self._inbox or self._steering:
+            return None
+        rewind = self.log.append(SessionRewind(after=after, retry=True))
+        self.log.flush()
+        task = asyncio.get_running_loop().create_task(self._turn([], rewind))
+        task.add_done_callback(lambda done: self._retry_never_started(done, rewind))
+        self._turn_task = task
+        self._changed()
+        return task
+
+    def _retry_never_started(self, task: asyncio.Task[None], retry: SessionRewind) -> None:
+        """A retry cancelled before its first step never ran its clean-up: undo it here."""
+        if self._turn_task is not task:
+            return
+        self._turn_task = None
+        self._running_turn = None
+        self._undo_retry(retry)
+        self._arm()
+        self._changed()
 
     def offered_tools(self) -> ToolBox:
         """The tools a request offers: the driver's own, then its extension's."""
@@ -102,14 +138,18 @@ class TurnLoop(DriverState):
                 raise
         return await attempt()  # once, on the compacted surface
 
-    async def _turn(self, items: list[InboxItem]) -> None:
+    async def _turn(self, items: list[InboxItem], retry: SessionRewind | None = None) -> None:
         """One turn. Whatever fails (the model, a tool, the disk), it ends with the
         driver idle again, and input whose message never reached the log is
         queued again (quietly), so nothing typed is lost.
 
         A turn that fails before any reply or tool result withdraws its prompts
         (`turn/end` `withdrawn`): the model never answered them, the front end
-        gives them back, and sent again they are in the model's history once."""
+        gives them back, and sent again they are in the model's history once.
+
+        A `retry` turn (`Driver.regenerate`) takes no prompt: it answers again on the
+        branch that rewind began, and unless it ends whole the thread goes back to
+        the reply it was to replace (engine.threads.retry)."""
         turn = self.log.tail.last_turn + 1
         self._running_turn = turn
         status, error, reason = "ok", None, None
@@ -186,7 +226,8 @@ class TurnLoop(DriverState):
             self._partial = []
             if started:
                 # Failed before the model answered anything: its prompts leave its history.
-                withdrawn = tuple(prompts) if status == "error" and not replied else ()
+                failed_early = status == "error" and not replied and retry is None
+                withdrawn = tuple(prompts) if failed_early else ()
                 end = TurnEnd(
                     turn=turn, status=status, error=error, reason=reason, withdrawn=withdrawn
                 )
@@ -197,6 +238,7 @@ class TurnLoop(DriverState):
                     )
             elif error is not None:
                 self._tell("on_failure", error)
+            again = self._undo_retry(retry) if retry is not None and status != "ok" else ()
             self._running_turn = None
             # Input that never became a message goes back to the queue, quiet: it
             # is still in the log as queued, and the user decides when to resend.
@@ -207,12 +249,28 @@ class TurnLoop(DriverState):
             ]
             # Steering that arrived too late for this turn becomes a follow-up.
             self._inbox = sorted(
-                [*returned, *self._steering, *self._inbox], key=lambda item: item.id
+                [*returned, *self._steering, *self._inbox, *again], key=lambda item: item.id
             )
             self._steering = []
             self._turn_task = None
             self._arm()
             self._changed()
+
+    def _undo_retry(self, retry: SessionRewind) -> list[InboxItem]:
+        """A retry that did not end whole: back to the reply it was to replace. Returns the
+        steering it took, queued again (what waits in memory is queued still). A log that
+        cannot take the line leaves the retry to be undone when the thread next opens."""
+        try:
+            queued = undo_retry(self.log, retry)
+        except OSError as exc:
+            self._tell("on_failure", f"the retry could not be undone yet: {exc}")
+            return []
+        waiting = {item.id for item in (*self._inbox, *self._steering)}
+        return [
+            InboxItem(InboxItemId(again.item_id), again.text, False, "follow-up", True)
+            for again in queued
+            if again.item_id not in waiting
+        ]
 
     def _close_interrupted(
         self, pending_calls: list[Any], result: str, *, cancelled: bool = False

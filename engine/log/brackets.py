@@ -16,6 +16,7 @@ from engine.events import (
     EndSeed,
     LogEvent,
     SessionRewind,
+    SessionSystem,
     TurnEnd,
     TurnStart,
 )
@@ -37,6 +38,9 @@ class TailState(Struct):
     quit_compact: CompactStart | CompactEnd | None = None
     """The compaction the newest seam found interrupted by the end of its lifecycle: left
     open (stale), or closed as cancelled because the session was closing (a quit)."""
+    system: SessionSystem | None = None
+    """The newest `/system` of the file, on any branch (the thread's system prompt is the
+    thread's, not its line's: `SessionLog` keeps it across a rewind)."""
     _closed_compact: CompactEnd | None = None
 
     def replay(self, events: Iterable[LogEvent]) -> None:
@@ -71,6 +75,8 @@ class TailState(Struct):
             self.open_compact = None
             self.open_turn = None
             self.end_seed = event
+        elif isinstance(event, SessionSystem):
+            self.system = event
         elif isinstance(event, SessionRewind):
             # Appended only while nothing runs: whatever the new line left open
             # (the branch point of a crashed lifecycle) is stale on it.
@@ -80,4 +86,6 @@ class TailState(Struct):
             self.open_turn = None
 
 
-BRACKETS = frozenset({TurnStart, TurnEnd, CompactStart, CompactEnd, EndSeed, SessionRewind})
+BRACKETS = frozenset(
+    {TurnStart, TurnEnd, CompactStart, CompactEnd, EndSeed, SessionRewind, SessionSystem}
+)

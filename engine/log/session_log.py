@@ -327,6 +327,7 @@ class SessionLog:
         self.control = control.replay(self.events, fresh)
         top = max((e.turn for e in everything if type(e) is TurnStart), default=0)
         fresh.last_turn = max(fresh.last_turn, top)
+        fresh.system = self.tail.system  # the file's newest, whatever the line
         for name in fresh.__struct_fields__:
             setattr(self.tail, name, getattr(fresh, name))
 

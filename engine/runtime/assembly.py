@@ -27,6 +27,7 @@ from engine.runtime.builtin import register_builtins
 from engine.runtime.commands import CommandRegistry, FrontEnd
 from engine.runtime.continuity import ThreadContinuity
 from engine.runtime.relay import DriverRelay, engine_state
+from engine.runtime.system_prompt import SYSTEM_PROMPT, SystemPrompt
 from engine.surface import Surface
 from engine.threads.lock import ThreadLockedError
 from engine.threads.thread import Thread
@@ -34,11 +35,6 @@ from engine.util.offload import run_drained
 
 if TYPE_CHECKING:
     from engine.continuity import ContinuityContext
-
-SYSTEM_PROMPT = (
-    "You are a helpful assistant in Trove, a terminal chat app. "
-    "Answer clearly and concisely; use Markdown where it helps."
-)
 
 INTERRUPTED_COMPACTION = (
     "The compaction that was running when Trove last quit was interrupted; nothing was lost: "
@@ -176,6 +172,8 @@ class Runtime(Struct):
     _continuity: ThreadContinuity | None
     """Task continuity (None: off), which the driver and the compaction were given."""
     port: Port
+    system: SystemPrompt
+    """The thread's system prompt (/system), which the driver sends."""
     notices: list[str] = field(default_factory=list)
     backend: Backend | None = None
     deleting: bool = False
@@ -198,7 +196,7 @@ class Runtime(Struct):
         old, client = self.model, backend.make_client(self.relay)
         self.model = self.driver.model = self.compaction.model = client
         self.driver.model_entry = backend.entry
-        self.driver.system_prompt = "" if backend.kind == "local" else SYSTEM_PROMPT
+        self.system.use_default("" if backend.kind == "local" else SYSTEM_PROMPT)
         self.compaction.context_window = backend.context_window
         if self._continuity is not None:
             self._continuity.offer_tools(backend.tools_enabled)
@@ -304,7 +302,6 @@ class Runtime(Struct):
         driver = Driver(
             thread.log,
             client,
-            system_prompt="" if local else SYSTEM_PROMPT,
             hooks=compaction,
             extension=continuity,
             max_tool_rounds=config.model.max_tool_rounds,
@@ -332,6 +329,7 @@ class Runtime(Struct):
             compaction,
             continuity,
             port,
+            SystemPrompt(thread.log, driver, "" if local else SYSTEM_PROMPT),
             notices=notices,
             backend=backend,
             relay=relay,

@@ -15,6 +15,7 @@ from engine.compaction import CompactionCancelled, CompactionError
 from engine.driver import DriverClosedError
 from engine.runtime.commands import CommandError, FrontEnd
 from engine.runtime.commands_model import register_model_command
+from engine.runtime.commands_replies import register_reply_commands
 from engine.runtime.commands_threads import register_thread_commands
 from engine.runtime.export import ExportError, export_thread
 from engine.runtime.host import Host
@@ -61,9 +62,12 @@ def register_builtins(runtime: Host, front: FrontEnd | None) -> None:
         usage="[PATH]",
     )
     async def _export(args: str) -> str:
-        events = list(runtime.thread.log.events)  # a copy taken on the loop
+        log = runtime.thread.log
+        events = list(log.events)  # a copy taken on the loop
         try:
-            paths = await asyncio.to_thread(export_thread, home, runtime.thread.id, events, args)
+            paths = await asyncio.to_thread(
+                export_thread, home, runtime.thread.id, events, args, log.tail.system
+            )
         except ExportError as exc:
             raise CommandError(str(exc)) from exc
         return "Exported to " + " and ".join(str(p) for p in paths)
@@ -91,6 +95,7 @@ def register_builtins(runtime: Host, front: FrontEnd | None) -> None:
 
     register_thread_commands(runtime, front)
     register_model_command(runtime, front)
+    register_reply_commands(runtime, front)
     _register_rewind(runtime, front)
     if front is not None:
         _register_switches(runtime, front)

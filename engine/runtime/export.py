@@ -10,6 +10,7 @@ from engine.errors import TroveError
 from engine.events import (
     AssistantMessage,
     LogEvent,
+    SessionSystem,
     ToolResult,
     TurnEnd,
     UserMessage,
@@ -18,7 +19,9 @@ from engine.events import (
 from engine.util.private import private_dir, write_private
 
 
-def thread_markdown(thread_id: str, events: list[LogEvent]) -> str:
+def thread_markdown(
+    thread_id: str, events: list[LogEvent], system: SessionSystem | None = None
+) -> str:
     """The thread as Markdown: each message under its speaker's heading.
 
     A reply that did not end as the model meant is marked after its text, so
@@ -26,9 +29,14 @@ def thread_markdown(thread_id: str, events: list[LogEvent]) -> str:
     stopped it, "_(reply cut off: …)_" with the turn's error when the stream
     failed. A steer (text sent while a reply ran, read by the model before its
     next step) starts with "**Steer:**". A reply written by one of the config's named
-    models says which: "## Assistant (deep)".
+    models says which: "## Assistant (deep)". A `/system` shows where it was set, under
+    "## System prompt" (its reset as "_(back to the default)_"); `system`, the one in
+    force, heads the thread when it was set on another branch than `events`.
     """
     lines = [f"# Trove thread {thread_id}", ""]
+    if system is not None and system.text is not None and system not in events:
+        # The thread's /system holds on every branch; this one was set on another.
+        lines += ["## System prompt", "", system.text, ""]
     for index, event in enumerate(events):
         if isinstance(event, UserMessage):
             label = "Checkpoint" if event.checkpoint is not None else "User"
@@ -45,6 +53,11 @@ def thread_markdown(thread_id: str, events: list[LogEvent]) -> str:
                 lines += [f"_(reply cut off: {_why_cut_off(events, index)})_", ""]
         elif isinstance(event, ToolResult):
             lines += ["```", event.content, "```", ""]
+        elif isinstance(event, SessionSystem):
+            if event.text is None:
+                lines += ["## System prompt", "", "_(back to the default)_", ""]
+            else:
+                lines += ["## System prompt", "", event.text, ""]
     return "\n".join(lines)
 
 
@@ -82,7 +95,11 @@ def export_targets(home: Path, thread_id: str, where: str = "") -> list[Path]:
 
 
 def export_thread(
-    home: Path, thread_id: str, events: list[LogEvent], where: str = ""
+    home: Path,
+    thread_id: str,
+    events: list[LogEvent],
+    where: str = "",
+    system: SessionSystem | None = None,
 ) -> list[Path]:
     """Write the thread where `export_targets` says (private files); blocking file I/O."""
     targets = export_targets(home, thread_id, where)
@@ -93,7 +110,7 @@ def export_thread(
             data = {"thread": thread_id, "events": [to_dict(event) for event in events]}
             body = json.dumps(data, ensure_ascii=False, indent=1)
         else:
-            body = thread_markdown(thread_id, events)
+            body = thread_markdown(thread_id, events, system)
         try:
             write_private(target, body.encode())
         except OSError as exc:

@@ -12,12 +12,13 @@ from engine.driver import Driver
 from engine.model import ModelClient
 from engine.model.backend import Backend
 from engine.runtime.commands import CommandRegistry
+from engine.runtime.system_prompt import SystemPrompt
 from engine.threads.thread import Thread
 
 
 class Host(Protocol):
-    """Read-only here, but for `use_model` (/model) and `delete_on_close` (/delete of the
-    thread in use)."""
+    """Read-only here, but for `use_model` (/model), `delete_on_close` (/delete of the
+    thread in use) and `system` (/system)."""
 
     @property
     def home(self) -> Path: ...
@@ -35,5 +36,7 @@ class Host(Protocol):
     def backend(self) -> Backend | None: ...
     @property
     def model(self) -> ModelClient: ...
+    @property
+    def system(self) -> SystemPrompt: ...
     def use_model(self, backend: Backend) -> ModelClient: ...
     def delete_on_close(self) -> None: ...

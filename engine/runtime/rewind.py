@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from msgspec import Struct
 
-from engine.driver import Driver
+from engine.driver import Driver, InboxItemId
 from engine.errors import TroveError
 from engine.events import InboxQueued, LogEvent, SessionRewind, TurnStart, UserMessage
 from engine.log import SessionLog
@@ -125,6 +125,44 @@ def rewind(driver: Driver, log: SessionLog, point: RewindPoint) -> str:
     finally:
         release()
     return point.text
+
+
+def last_point(log: SessionLog) -> RewindPoint | None:
+    """The newest prompt on the thread's line (what `/edit` opens), read from the end;
+    its `number` is 0 (not counted against the other branches). None: no prompt yet."""
+    texts: dict[int, str] = {}
+    for event in reversed(log.events):
+        kind = type(event)
+        if kind is UserMessage and event.item_id is not None:  # type: ignore[union-attr]
+            texts[event.item_id] = event.text  # type: ignore[union-attr]
+        elif kind is TurnStart and event.items:  # type: ignore[union-attr]
+            turn: TurnStart = event  # type: ignore[assignment]
+            text = "\n\n".join(texts.get(item, "") for item in turn.items).strip()
+            if text:
+                after = _branch_point(log.file_events, turn)
+                return RewindPoint(0, turn.seq, after, text, turn.ts, True)
+    return None
+
+
+def resend(driver: Driver, log: SessionLog, turn: int, text: str) -> InboxItemId:
+    """`/edit` sent: the prompt of turn `turn`, still the newest, is replaced by `text`;
+    the exchange it began stays in the log as a branch (a rewind, then a send).
+
+    RewindRefused (nothing changed) when it is no longer the newest prompt or a rewind
+    cannot happen now; OSError or DriverClosedError from the send (the rewind is done,
+    the caller still holds the text).
+    """
+    point = last_point(log)
+    if point is None or point.turn != turn:
+        raise RewindRefused(
+            "not sent: the last prompt is no longer the one /edit opened"
+            " (/edit again, or send this as a new prompt)"
+        )
+    why = refusal(driver, log)
+    if why is not None:
+        raise RewindRefused(why.replace("cannot rewind", "cannot replace the last exchange", 1))
+    rewind(driver, log, point)
+    return driver.send(text)
 
 
 def choose(log: SessionLog, number: int) -> RewindPoint:

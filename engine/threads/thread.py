@@ -29,6 +29,7 @@ from engine.threads.paths import (
     new_thread_id,
     thread_dir,
 )
+from engine.threads.retry import settle_retry
 from engine.util.private import private_dir
 
 _PROMPT_KINDS = (line_start(UserMessage), line_start(InboxQueued))
@@ -132,7 +133,8 @@ class Thread(Struct):
 
     @classmethod
     def resume(cls, home: Path, user_id: str, thread_id: str) -> Thread:
-        """Take the writer lock, replay the log and mark the seam with an end-seed.
+        """Take the writer lock, replay the log and mark the seam with an end-seed; a
+        /retry the last lifecycle did not finish is undone (engine.threads.retry).
 
         The lock comes first: the end-seed is what makes an unmatched
         compaction start stale, which is only true once no other process
@@ -147,6 +149,7 @@ class Thread(Struct):
             log = SessionLog.open(directory / LOG_NAME)
             if log.events:
                 log.append(EndSeed(previous=log.next_seq - 1))
+                settle_retry(log)  # a /retry the last lifecycle left unfinished is undone
         except BaseException:
             lock.release()
             raise
