@@ -88,6 +88,7 @@ async def _oneshot(
                 printer.error(result.text)
             elif result.shown:
                 printer.say(result.text)
+            await runtime.driver.when_idle()  # a turn the command began (/retry) ends first
         else:
             if prompt.lstrip().startswith("//"):  # an escaped slash: a prompt, not a command
                 prompt = prompt.lstrip()[1:]

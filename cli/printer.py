@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import TextIO
 
-from engine.events import AssistantMessage, CompactStart, LogEvent, TurnEnd
+from engine.events import AssistantMessage, CompactStart, LogEvent, SessionRewind, TurnEnd
 from engine.port import (
     Failure,
     LogAppended,
@@ -137,6 +137,15 @@ class StreamPrinter:
             self.notice(
                 "[your prompt alone is larger than the context window: it is summarized too]"
             )
+        elif isinstance(event, SessionRewind) and (event.retry or event.undoes is not None):
+            self._end_line()
+            if event.retry:
+                self.notice("[answering the last prompt again; the earlier reply is kept]")
+            else:
+                self.notice(
+                    "[the retry did not finish: the earlier reply is back"
+                    " (what the retry wrote is kept as a branch)]"
+                )
         elif isinstance(event, TurnEnd):
             self._end_line()
             interrupted, self._interrupted = self._interrupted, False

@@ -15,7 +15,7 @@ import contextlib
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cli.printer import StreamPrinter
 from cli.prompt_input import (
@@ -25,6 +25,7 @@ from cli.prompt_input import (
     prompt_history_path,
     put_history_in_place,
 )
+from cli.repl_input import InputLine
 from engine.config import Config
 from engine.driver import DriverClosedError
 from engine.errors import TroveError
@@ -40,7 +41,7 @@ if TYPE_CHECKING:  # prompt-toolkit is imported only when a terminal needs it
     from prompt_toolkit.document import Document
 
 
-class PlainRepl:
+class PlainRepl(InputLine):
     """The REPL's front end: one open thread at a time, printed line by line.
 
     It is the FrontEnd the engine's /new, /fork, /threads ID and /quit ask to
@@ -54,16 +55,12 @@ class PlainRepl:
         self.home = home
         self.printer = printer
         self.backend = backend
+        InputLine.__init__(self)
         self._runtime: Runtime | None = None
         self._unsubscribe: Unsubscribe | None = None
         self._switch_to: list[str | None] = []
         self.running_command: asyncio.Task[None] | None = None
         self.quit_requested = False
-        self._session: Any = None
-        """The live prompt-toolkit session at a terminal (None: lines come from a pipe)."""
-        self._answer: asyncio.Future[bool] | None = None
-        self._question = ""
-        """A command's yes/no question waiting for the next line (`confirm`)."""
 
     @property
     def runtime(self) -> Runtime:
@@ -88,41 +85,6 @@ class PlainRepl:
     def model_changed(self, backend: Backend) -> None:
         """/model switched the open thread's model: the next thread opened uses it too."""
         self.backend = backend
-
-    def prefill(self, text: str) -> bool:
-        """`/rewind N`: the prompt's text into the live input line, ready to edit and send.
-        From a pipe there is no input line: False, and the command prints the text."""
-        session = self._session
-        if session is None or not session.app.is_running:
-            return False
-        from prompt_toolkit.document import Document
-
-        session.default_buffer.set_document(Document(text, len(text)), bypass_readonly=True)
-        session.app.invalidate()
-        return True
-
-    async def confirm(self, question: str) -> bool:
-        """A yes/no question (/delete): the next line typed answers it, y or yes for yes.
-        From a pipe, the script's next line answers it (none: no)."""
-        if self._session is None:
-            self.printer.say(f"{question} [y/N]")
-            line = await asyncio.to_thread(sys.stdin.readline)
-            return _yes(line)
-        self._answer = asyncio.get_running_loop().create_future()
-        self._question = question
-        self._session.app.invalidate()
-        try:
-            return await self._answer
-        finally:
-            self._answer, self._question = None, ""
-
-    def _answered(self, line: str) -> bool:
-        """Whether `line` answered a waiting question (and so is no prompt or command)."""
-        answer = self._answer
-        if answer is None or answer.done():
-            return False
-        answer.set_result(_yes(line))
-        return True
 
     # -- threads -----------------------------------------------------------------------
 
@@ -202,8 +164,15 @@ class PlainRepl:
     # -- input -------------------------------------------------------------------------
 
     async def handle(self, line: str) -> None:
-        """One line of input: a command runs now, anything else is queued."""
+        """One line of input: a command runs now, anything else is queued (or, after
+        /edit, sent in place of the last exchange)."""
         text = line.rstrip("\n")
+        editing, self._editing = self._editing, None
+        if editing is not None and (not text.strip() or is_command(text)):
+            self.printer.notice("[edit dropped: the last exchange is unchanged]")
+        elif editing is not None:
+            self._resend(editing, text)
+            return
         if not text.strip():
             return
         if is_command(text):
@@ -295,6 +264,10 @@ class PlainRepl:
 
         def history_in_place() -> None:
             put_history_in_place(session.default_buffer, history.get_strings())
+            if self._next_default:  # given by a command as this line was starting
+                text, self._next_default = self._next_default, ""
+                session.default_buffer.text = text
+                session.default_buffer.cursor_position = len(text)
 
         thread = self.runtime.thread
         # Raw mode from here on, between prompts too: Ctrl-C, Ctrl-D and text typed at any
@@ -311,6 +284,7 @@ class PlainRepl:
             with patch_stdout(raw=True):
                 while True:
                     try:
+                        draft, self._next_default = draft or self._next_default, ""
                         line = await session.prompt_async(
                             message, default=draft, pre_run=history_in_place
                         )
@@ -347,6 +321,12 @@ class PlainRepl:
         """
         if self.cancel():
             return typed
+        if self._editing is not None:
+            self._editing = None
+            if typed.text.strip():
+                history.keep(typed.text)
+            self.printer.notice("(edit dropped: the last exchange is unchanged; Up brings it back)")
+            return ""
         if typed.text.strip():
             history.keep(typed.text)
             self.printer.notice("(line cleared: Up brings it back)")
@@ -368,10 +348,6 @@ class PlainRepl:
         if task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-
-
-def _yes(line: str) -> bool:
-    return line.strip().lower() in ("y", "yes")
 
 
 async def _plain(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from engine.runtime.commands import Command, CommandError
+from engine.runtime.commands import Command
 
 
 class Shell(Protocol):
@@ -27,10 +27,6 @@ class Shell(Protocol):
     def rewind_to(self, args: str) -> None: ...
 
     async def toggle_inspector(self) -> None: ...
-
-    def last_reply(self) -> str | None: ...
-
-    def copy(self, text: str) -> str: ...
 
 
 def app_actions(shell: Shell) -> list[Command]:
@@ -55,19 +51,6 @@ def app_actions(shell: Shell) -> list[Command]:
         await shell.toggle_inspector()
         return "inspector toggled"
 
-    async def _copy(args: str) -> str:
-        text = shell.last_reply()
-        if text is None:
-            raise CommandError("no reply to copy yet")
-        if args == "code":
-            blocks = text.split("```")[1::2]
-            if not blocks:
-                raise CommandError("the last reply has no code block")
-            text = blocks[-1].split("\n", 1)[-1] if "\n" in blocks[-1] else blocks[-1]
-        elif args:
-            raise CommandError("/copy takes no argument or 'code'")
-        return shell.copy(text)
-
     return [
         Command("help", "list commands and keys", _help, show="quiet"),
         Command(
@@ -87,5 +70,4 @@ def app_actions(shell: Shell) -> list[Command]:
             show="quiet",
         ),
         Command("archive", "show or hide the archive inspector", _archive, show="quiet"),
-        Command("copy", "copy the last reply (or: /copy code)", _copy, takes_args=True),
     ]

@@ -125,7 +125,11 @@ def register_reply_commands(runtime: Host, front: FrontEnd | None) -> None:
     registry = runtime.commands
     log = runtime.thread.log
 
-    @registry.add("retry", "answer the last prompt again; the earlier reply is kept as a branch")
+    @registry.add(
+        "retry",
+        "answer the last prompt again; the earlier reply is kept as a branch",
+        show="quiet",  # the front ends say it as the retry's rewind line arrives
+    )
     async def _retry(args: str) -> str:
         _busy(runtime, "retry")
         after = retry_after(log)
@@ -166,7 +170,7 @@ def register_reply_commands(runtime: Host, front: FrontEnd | None) -> None:
         "system",
         f"show the system prompt; /system TEXT sets it, /system {RESET} restores the default",
         takes_args=True,
-        usage=f"[TEXT|{RESET}]",
+        usage="[TEXT]",
     )
     async def _system(args: str) -> str:
         system = runtime.system

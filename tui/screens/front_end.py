@@ -3,8 +3,8 @@
 The chat screen is the engine's FrontEnd (engine.runtime.commands): a command
 that switches threads or quits does so once it has returned. It also carries
 out the commands only it can (tui.actions: /help, /threads, /rewind,
-/archive, /copy), which go through the engine's registry with every other
-command, so /help, slash completion and the palette read one list.
+/archive) and the screen's side of /copy and /edit; every command goes through
+the engine's registry, so /help, slash completion and the palette read one list.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from textual.screen import Screen
 from engine.model.backend import Backend
 from engine.runtime import Runtime
 from engine.runtime.commands import Command
+from engine.runtime.rewind import RewindPoint
 from tui.actions import app_actions
-from tui.clipboard import copy_text
+from tui.clipboard import copy_text_off_loop
 from tui.screens.command_runner import CommandRunner
 from tui.screens.inspector_pane import InspectorPane
 from tui.screens.prompt_drafts import PromptDrafts
@@ -95,8 +96,16 @@ class ChatFrontEnd:
     async def toggle_inspector(self) -> None:
         await self._inspector.show(not self._inspector.shown, self._runtime())
 
-    def last_reply(self) -> str | None:
-        return self._view.last_reply()
+    # the hooks of the engine's /copy and /edit (engine.runtime.commands_replies)
 
-    def copy(self, text: str) -> str:
-        return copy_text(self._screen.app, text)
+    async def copy(self, text: str, what: str) -> str:
+        """/copy: by OSC 52 and the system clipboard, as Ctrl+Y copies."""
+        return await copy_text_off_loop(self._screen.app, text, what)
+
+    def edit_prompt(self, point: RewindPoint) -> str:
+        """/edit: the last prompt into the input; sending it replaces the last exchange."""
+        self._drafts.begin_resend(self._runtime(), point.turn, point.text)
+        return (
+            "Your last prompt is in the input: Enter sends it in its place (the exchange it "
+            "began stays in the log as a branch); Ctrl+C drops the edit."
+        )

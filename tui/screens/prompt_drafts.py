@@ -32,6 +32,13 @@ class PromptDrafts:
         """What the prompt holds, typed and not sent."""
         return self._prompt.text
 
+    def begin_resend(self, runtime: Runtime | None, turn: int, text: str) -> None:
+        """`/edit`: the last prompt in the input; sending it replaces that exchange."""
+        prompt = self._prompt
+        if prompt.editing_item is not None:  # a queued prompt's edit: dropped, as Ctrl+C does
+            self.clear(runtime)
+        prompt.begin_resend(turn, text)
+
     def prefill(self, text: str) -> None:
         """Put a prompt's text in the input, ready to edit and send."""
         prompt = self._prompt
@@ -63,10 +70,13 @@ class PromptDrafts:
         A queued prompt being edited is released unchanged."""
         prompt = self._prompt
         editing = prompt.editing_item
-        if not prompt.text.strip() and editing is None:
+        resending = prompt.editing_prompt is not None
+        if not prompt.text.strip() and editing is None and not resending:
             return False
         prompt.discard_draft()
-        if editing is not None:
+        if resending:
+            self._screen.notify("Edit dropped: the last exchange is unchanged. Up brings it back.")
+        elif editing is not None:
             if runtime is not None:
                 runtime.driver.release(InboxItemId(editing))
             self._screen.notify(

@@ -1,7 +1,8 @@
 """What Enter (or Ctrl+S, to steer) does with the prompt's text.
 
 A /command runs; '//' sends a prompt that starts with a slash; a queued
-prompt being edited changes in place; anything else goes to the driver,
+prompt being edited changes in place; the last prompt /edit opened is sent in
+place of the exchange it began; anything else goes to the driver,
 queued after the running reply or steering it. Text that is not accepted (no
 thread open yet, no model, a full disk, a read-only view) goes back into the
 input, so nothing typed is lost.
@@ -17,6 +18,7 @@ from textual.screen import Screen
 from engine.driver import DriverClosedError
 from engine.runtime import Runtime
 from engine.runtime.commands import is_command
+from engine.runtime.rewind import RewindRefused, resend
 from tui.screens.queue_editor import QueueEditor
 from tui.widgets.prompt_input import PromptInput
 from tui.widgets.slash_menu import SlashMenu
@@ -63,6 +65,9 @@ class PromptSender:
             prompt.give_back(text)
             return
         driver = runtime.driver
+        if prompt.editing_prompt is not None:
+            self._resend(runtime, prompt, prompt.editing_prompt, text)
+            return
         try:
             if prompt.editing_item is not None:
                 self._queue.save(driver, prompt.editing_item, text)
@@ -78,3 +83,20 @@ class PromptSender:
             # Not accepted (a full disk, a read-only view): the text goes back.
             prompt.give_back(text)
             self._notice(f"Not sent: {exc}. Your text is back in the input.", "error")
+
+    def _resend(self, runtime: Runtime, prompt: PromptInput, turn: int, text: str) -> None:
+        """Enter on the prompt `/edit` opened: it replaces the last exchange (kept as a
+        branch). Refused (the thread moved on, a reply runs): the text stays in the input,
+        still the edit, and the user hears why."""
+        try:
+            resend(runtime.driver, runtime.thread.log, turn, text)
+        except RewindRefused as exc:
+            prompt.give_back(text)
+            self._notice(f"{exc}. Your text is still in the input.", "warning")
+            return
+        except (OSError, DriverClosedError) as exc:
+            prompt.end_edit()
+            prompt.give_back(text)
+            self._notice(f"Not sent: {exc}. Your text is back in the input.", "error")
+            return
+        prompt.end_edit()

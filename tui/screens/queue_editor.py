@@ -67,6 +67,8 @@ class QueueEditor:
         if editing is not None:  # another edit was open: dropped, its text in the history
             prompt.discard_draft()
             driver.release(InboxItemId(editing))
+        elif prompt.editing_prompt is not None:  # so was /edit's
+            prompt.discard_draft()
         item = driver.hold(InboxItemId(item_id))
         if item is None:
             self._screen.notify(f"Queued prompt #{item_id} has already started.")

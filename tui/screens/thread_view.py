@@ -115,7 +115,7 @@ class ThreadView:
     def event(self, runtime: Runtime, event: ev.LogEvent) -> None:
         """An event the log just took."""
         if isinstance(event, ev.SessionRewind):
-            self._rewound(runtime)
+            self._rewound(runtime, event)
             return
         if isinstance(event, ev.SessionTitle):
             self._screen.query_one(TitleBar).thread = thread_title([event]) or runtime.thread.id
@@ -151,16 +151,25 @@ class ThreadView:
             return None
         return runtime.thread.dir, self._screen.query_one(Transcript).to_keep()
 
-    def _rewound(self, runtime: Runtime) -> None:
-        """After a rewind: the transcript and the inspector show the thread's new line."""
+    def _rewound(self, runtime: Runtime, event: ev.SessionRewind) -> None:
+        """After a rewind (a /retry's, or its undoing, too): the transcript and the
+        inspector show the thread's new line."""
         transcript = self._screen.query_one(Transcript)
         transcript.remove_children()
         transcript.load(runtime.thread.log.events)
-        transcript.notice(
-            "Rewound: the conversation goes on from here. What came after is kept "
-            "as a branch (/rewind lists it).",
-            "",
-        )
+        if event.retry:
+            said = "Answering your last prompt again; the earlier reply is kept as a branch."
+        elif event.undoes is not None:
+            said = (
+                "The retry did not finish, so the earlier reply is back (what the retry "
+                "wrote is kept as a branch)."
+            )
+        else:
+            said = (
+                "Rewound: the conversation goes on from here. What came after is kept "
+                "as a branch (/rewind lists it)."
+            )
+        transcript.notice(said, "")
         self.context(runtime)
         self._inspector.refresh_data()
 

@@ -116,6 +116,8 @@ class PromptInput(TextArea):
         """The completion menu this prompt drives while it is visible."""
         self.editing_item: int | None = None
         """The queued prompt being edited (held in the queue until the edit ends)."""
+        self.editing_prompt: int | None = None
+        """The turn whose prompt `/edit` put here: sending this replaces that exchange."""
         self._before_edit = ""
 
     _styles_generation = 0
@@ -186,10 +188,22 @@ class PromptInput(TextArea):
         self.set_value(text)
         self.focus()
 
+    def begin_resend(self, turn: int, text: str) -> None:
+        """`/edit`: load the last prompt (of turn `turn`) to edit and send in its place;
+        what was typed waits aside until the edit ends, as for a queued prompt."""
+        if self.editing_item is None and self.editing_prompt is None:
+            self._before_edit = self.text
+        self.editing_prompt = turn
+        self.border_title = "editing your last prompt: Enter sends it in its place"
+        self.set_value(text)
+        self.focus()
+
     def end_edit(self) -> None:
         """The edit was saved or dropped: what was typed before it comes back, ahead of
         anything typed since."""
         self.editing_item = None
+        self.editing_prompt = None
+        self.border_title = None
         before, self._before_edit = self._before_edit, ""
         if before:
             self.give_back(before)
@@ -216,7 +230,7 @@ class PromptInput(TextArea):
         self._history_index = None
         self._draft = ""
         self.clear()
-        if self.editing_item is not None:
+        if self.editing_item is not None or self.editing_prompt is not None:
             self.end_edit()
         return text
 
