@@ -16,6 +16,7 @@ from engine.runtime.commands import CommandError
 from engine.runtime.commands_replies import choose_copy, code_blocks
 from engine.runtime.rewind import RewindPoint, RewindRefused, last_point, points, resend
 from engine.runtime.system_prompt import SYSTEM_PROMPT
+from engine.workspace.fork import fork_thread
 from tests.support import chat_messages, client_for, first_delta, of_kind, opened
 
 
@@ -313,6 +314,18 @@ async def test_system_set_after_a_reply_is_what_a_retry_of_it_uses(tmp_path, ser
     assert system_sent(server).startswith("Be terse.")
     assert said(rt)[-1] == ("assistant", "short")
     assert "Be terse." in await run(rt, "/system")
+
+
+async def test_a_fork_keeps_the_system_prompt(tmp_path, server):
+    server.script(s.text("arr"), s.text("arr again"))
+    rt = runtime(tmp_path, server)
+    await run(rt, "/system Answer like a pirate.")
+    await chat(rt, "hello")
+    child = fork_thread(tmp_path, "local", rt.thread.id)
+    forked = runtime(tmp_path, server, child)
+    assert forked.system.custom == "Answer like a pirate."
+    await chat(forked, "and here?")
+    assert system_sent(server).startswith("Answer like a pirate.")
 
 
 async def test_system_is_in_the_export(tmp_path, server):

@@ -8,6 +8,7 @@ from engine.events import (
     AssistantMessage,
     Checkpoint,
     SessionFork,
+    SessionSystem,
     ToolCall,
     ToolResult,
     UserMessage,
@@ -26,7 +27,8 @@ def fork_thread(
     The fork starts with `session/fork`; the messages are copied as the
     parent's surface (checkpoints included), and its notes as note writes.
     No archive reference is copied, so inherited citations read as
-    unavailable until they are verified again in the fork.
+    unavailable until they are verified again in the fork. The thread's own
+    system prompt (`/system`) goes along.
     """
     from engine.continuity.archive.extract import hidden_seqs
     from engine.continuity.notes.note import note_event, notebook_at
@@ -35,7 +37,9 @@ def fork_thread(
     source = thread_dir(home, user_id, thread_id) / LOG_NAME
     if not source.is_file():
         raise ThreadNotFoundError(f"no thread {thread_id!r} for user {user_id!r}")
-    events = current_line(read_events(source).events)  # the branch the thread is on
+    everything = read_events(source).events
+    events = current_line(everything)  # the branch the thread is on
+    system = next((e for e in reversed(everything) if isinstance(e, SessionSystem)), None)
     if upto is not None:
         events = [event for event in events if event.seq <= upto]
     hidden = hidden_seqs(events)
@@ -67,6 +71,8 @@ def fork_thread(
                 log.append(ToolResult(call_id=message["tool_call_id"], content=message["content"]))
         for note in notebook_at(events):
             log.append(note_event(note.key, note.content, list(note.source_ids)))
+        if system is not None and system.text is not None:  # the thread's /system goes along
+            log.append(SessionSystem(text=system.text))
         log.flush()
     finally:
         fork.close()
