@@ -259,11 +259,12 @@ class TurnLoop(DriverState):
     def _undo_retry(self, retry: SessionRewind) -> list[InboxItem]:
         """A retry that did not end whole: back to the reply it was to replace. Returns the
         steering it took, queued again (what waits in memory is queued still). A log that
-        cannot take the line leaves the retry to be undone when the thread next opens."""
+        cannot take the line (a full disk) leaves the thread on the retry's branch, which
+        the next open undoes unless a turn ends whole on it first; the user hears so."""
         try:
             queued = undo_retry(self.log, retry)
         except OSError as exc:
-            self._tell("on_failure", f"the retry could not be undone yet: {exc}")
+            self._tell("on_failure", f"the earlier reply could not be put back: {exc}")
             return []
         waiting = {item.id for item in (*self._inbox, *self._steering)}
         return [
