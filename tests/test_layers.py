@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("engine",),
     ("tui.messages", "tui.typed", "tui.clipboard", "tui.code_lexers", "tui.drawn_lines"),
     ("tui.startup.collection", "tui.startup.opening"),
+    ("tui.live",),
     ("tui.widgets",),
     ("tui.inspector",),
     ("tui.bridge", "tui.actions"),
