@@ -8,9 +8,10 @@ a fenced python code block (`code`) or one paragraph (`prose`) of --tokens
 chunks, paced at the rate, then a last line holding a marker; it stamps the
 moment it writes `[DONE]` (CLOCK_MONOTONIC, shared with this process). The app
 runs in a detached tmux session of 100x32 (its own server socket), as a user
-runs it; this process follows it through one tmux control-mode client: keys
-go in as `send-keys`, and each burst of pane output is answered by a
-`capture-pane`, so the screen is read when it changes, not by polling.
+runs it; this process follows it through one tmux control-mode client (told
+to send no pane output): keys go in as `send-keys`, and the screen is read
+with `capture-pane` every `POLL` seconds, each a round trip of well under a
+millisecond inside the tmux server.
 
 Figures, per rate: the lag from `[DONE]` to the first screen showing the
 marker (the whole reply drawn), the stream's duration against its nominal
@@ -49,6 +50,10 @@ TARGET_ECHO_P95_MS = 33.0
 TARGET_ECHO_MAX_MS = 50.0
 MARKER = "END-OF-REPLY-7F3A"
 TYPED = "abcdefghijklmnopqrstuvwxyz" * 8
+IDLE_KEYS = 8
+"""Keys typed as the prompt, one at a time, before the reply: the echo of an idle app."""
+POLL = 0.002
+"""Seconds between two reads of the screen."""
 LIMIT = 120.0
 """Seconds a run may take before it is abandoned (a bound, not a delay)."""
 
@@ -136,7 +141,16 @@ def serve_main(kind: str, tokens: int, rate: float) -> int:
 class Server:
     def __init__(self, kind: str, tokens: int, rate: float) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--serve", kind, "--tokens", str(tokens), "--rate", str(rate)],
+            [
+                sys.executable,
+                __file__,
+                "--serve",
+                kind,
+                "--tokens",
+                str(tokens),
+                "--rate",
+                str(rate),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -172,7 +186,7 @@ class Tmux:
     """`trove` in a detached tmux session, followed by one control-mode client."""
 
     def __init__(self, command: list[str], env: dict[str, str]) -> None:
-        self.socket = f"trove-bench-{os.getpid()}"
+        self.socket = f"trove-bench-{os.getpid()}-{time.monotonic_ns()}"
         args = ["new-session", "-d", "-x", str(COLS), "-y", str(ROWS), "-s", "trove"]
         for key, value in env.items():
             args += ["-e", f"{key}={value}"]
@@ -186,9 +200,8 @@ class Tmux:
         )
         self._lock = threading.Lock()
         self._replies: queue.Queue[list[str]] = queue.Queue()
-        self.output = threading.Event()
-        self.output_at = 0.0
         threading.Thread(target=self._read, daemon=True).start()
+        self.command("refresh-client -f no-output")
 
     def _run(self, *args: str) -> None:
         subprocess.run(["tmux", "-L", self.socket, "-f", "/dev/null", *args], check=True)
@@ -206,9 +219,6 @@ class Tmux:
                     block.append(line)
             elif line.startswith("%begin"):
                 block = []
-            elif line.startswith("%output"):
-                self.output_at = time.monotonic()
-                self.output.set()
 
     def command(self, text: str) -> list[str]:
         assert self.client.stdin is not None
@@ -247,9 +257,7 @@ def prompt_text(screen: str) -> str:
 
 
 def one_run(server: Server, config: Path, home: Path, keys_per_second: float) -> dict[str, Any]:
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TMUX", "TEXTUAL"))
-    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TMUX", "TEXTUAL"))}
     env.update(TERM="xterm-256color", COLORTERM="truecolor")
     command = [sys.executable, "-m", "cli.main", "--home", str(home), "--config", str(config)]
     tmux = Tmux(command, env)
@@ -258,9 +266,17 @@ def one_run(server: Server, config: Path, home: Path, keys_per_second: float) ->
         while "Welcome" not in (shown := tmux.screen()):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"trove never started:\n{shown}")
-            tmux.output.wait(0.5)
-            tmux.output.clear()
-        tmux.send("stream it")
+            time.sleep(POLL)
+        idle = []
+        for k in range(IDLE_KEYS):  # the prompt typed key by key: echo with nothing streaming
+            pressed_at = time.monotonic()
+            tmux.send(TYPED[k])
+            while not prompt_text(tmux.screen()).startswith(TYPED[: k + 1]):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("a key never showed")
+                time.sleep(POLL)
+            idle.append((time.monotonic() - pressed_at) * 1000)
+            time.sleep(0.05)
         tmux.send("Enter", literal=False)
         kind, started, count = server.events.get(timeout=LIMIT)
         assert kind == "start"
@@ -283,11 +299,9 @@ def one_run(server: Server, config: Path, home: Path, keys_per_second: float) ->
         echoed: dict[int, float] = {}
         marker_at: float | None = None
         while marker_at is None and time.monotonic() < deadline:
-            if not tmux.output.wait(1.0):
-                continue
-            tmux.output.clear()
-            seen = tmux.output_at
+            time.sleep(POLL)
             shown = tmux.screen()
+            seen = time.monotonic()
             text = prompt_text(shown)
             typed = 0
             while typed < len(text) and typed < len(TYPED) and text[typed] == TYPED[typed]:
@@ -308,6 +322,7 @@ def one_run(server: Server, config: Path, home: Path, keys_per_second: float) ->
             "chunks": count,
             "echo_ms": echo,
             "keys": len(pressed),
+            "idle_ms": idle,
         }
     finally:
         tmux.close()
@@ -337,6 +352,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         server = Server(args.kind, args.tokens, rate)
         lags: list[float] = []
         echo: list[float] = []
+        idle: list[float] = []
         slow: list[float] = []
         try:
             for _ in range(args.runs):
@@ -354,6 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     run = one_run(server, config, Path(tmp) / "home", args.keys_per_second)
                 lags.append(run["lag_ms"])
                 echo.extend(run["echo_ms"])
+                idle.extend(run["idle_ms"])
                 slow.append(run["stream_s"] / (run["chunks"] / rate))
         finally:
             server.close()
@@ -368,6 +385,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "  stream duration / nominal: "
             + ", ".join(f"{s:.2f}x" for s in slow)
             + "  (1.00x: read as fast as sent)"
+        )
+        print(
+            f"  key echo with nothing streaming (tmux and the poll included): median "
+            f"{statistics.median(idle):.0f} ms, max {max(idle):.0f} ms"
         )
         if echo:
             ordered = sorted(echo)
