@@ -62,6 +62,8 @@ measures the keystroke latency this buys)."""
 HELD_CHARS = 2000
 """Characters a frame held back for keys may gather, at most: a frame costs about the
 text it reads, so at a fast model's pace frames stay short rather than rarer."""
+NOW = 0.001
+"""Seconds before a frame that is due at once."""
 FRAME_WAIT = 1.0
 """Seconds the end waits, at most, for the frame showing the whole streamed text."""
 LEXERS = "building-lexers"
@@ -137,7 +139,8 @@ class AssistantMessage(PastReply):
         elif self._held and self._pending_chars >= HELD_CHARS and self._frame is not None:
             self._held = False  # held for keys, but it has gathered enough: draw it now
             self._frame.stop()
-            self._frame = self.set_timer(0, self._draw, name="reply frame")
+            # Not 0: a Textual timer of 0 seconds never fires (it divides by its interval).
+            self._frame = self.set_timer(NOW, self._draw, name="reply frame")
 
     def _draw(self) -> None:
         self._frame = None
@@ -193,13 +196,14 @@ class AssistantMessage(PastReply):
         live = self._live
         assert live is not None
         style = self.visual_style
-        if live.draw.width != width or live.draw.key != style:
+        changed = live.draw.width != width or live.draw.key != style
+        if changed:
             live.resize(Draw(width, self._renderer(width, style), style))
-        live.update()
-        wanted = live.wanted - self._building
-        if wanted:
-            self._building |= wanted
-            self.run_worker(self._build_lexers(wanted), group=LEXERS, exit_on_error=False)
+        if live.update() or changed:
+            wanted = live.wanted - self._building
+            if wanted:
+                self._building |= wanted
+                self.run_worker(self._build_lexers(wanted), group=LEXERS, exit_on_error=False)
         return live
 
     def _renderer(self, width: int, style: VisualStyle) -> Render:
