@@ -97,8 +97,23 @@ class LiveMarkdown(RichMarkdown):
     }
 
     def __init__(self, markup: str) -> None:
-        super().__init__(markup)
+        # Rich's own __init__ makes a parser per document (half a millisecond, several
+        # times a frame): the same attributes, parsed by the parser made once.
+        self.__dict__.update(_plain_document().__dict__)
+        self.markup = markup
+        self.parsed = parser().parse(markup)
         self.wanted: set[str] = set()
+
+
+def _plain_document() -> RichMarkdown:
+    """An empty document made by Rich: its attributes are what `LiveMarkdown` copies."""
+    global _PLAIN
+    if _PLAIN is None:
+        _PLAIN = RichMarkdown("")
+    return _PLAIN
+
+
+_PLAIN: RichMarkdown | None = None
 
 
 _LEADS = {True: "x\n\n", False: "---\n\n"}

@@ -136,12 +136,14 @@ class LiveReply:
             self._fed.append(text)
             self._pending.append(text)
 
-    def update(self) -> None:
-        """Read what was fed since the last frame (the frame's work)."""
-        if self._pending:
-            text = "".join(self._pending)
-            self._pending.clear()
-            self._read(text)
+    def update(self) -> bool:
+        """Read what was fed since the last frame (the frame's work); False: nothing was."""
+        if not self._pending:
+            return False
+        text = "".join(self._pending)
+        self._pending.clear()
+        self._read(text)
+        return True
 
     @property
     def height(self) -> int:
