@@ -8,8 +8,8 @@ tail per frame). A fenced code block is kept as its own part from its first
 line on (`LiveCode`), as is a paragraph once it is `LONG_PARAGRAPH` long
 (`LiveParagraph`): they read the text until their block ends and hand back
 what follows. A part's rows are the rows Rich draws for the whole reply
-there, and parts are a blank row apart where Rich puts one, so the rows are
-the reply's rows.
+there, blank rows between parts included (finished blocks are drawn after a
+stand-in for the part above, see `render_after`), so the rows are the reply's.
 
 A new width or style draws every part again, once (a code block keeps its
 tokens). Languages whose lexer is not built yet are drawn plain and listed
