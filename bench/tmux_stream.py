@@ -50,6 +50,8 @@ TARGET_ECHO_P95_MS = 33.0
 TARGET_ECHO_MAX_MS = 50.0
 MARKER = "END-OF-REPLY-7F3A"
 TYPED = "abcdefghijklmnopqrstuvwxyz" * 8
+SETTLE = 3.0
+"""Seconds the app is left alone after its first screen, before the first key."""
 IDLE_KEYS = 8
 """Keys typed as the prompt, one at a time, before the reply: the echo of an idle app."""
 POLL = 0.002
@@ -267,6 +269,7 @@ def one_run(server: Server, config: Path, home: Path, keys_per_second: float) ->
             if time.monotonic() > deadline:
                 raise RuntimeError(f"trove never started:\n{shown}")
             time.sleep(POLL)
+        time.sleep(SETTLE)  # the client's import and the warm-up run in threads meanwhile
         idle = []
         for k in range(IDLE_KEYS):  # the prompt typed key by key: echo with nothing streaming
             pressed_at = time.monotonic()
