@@ -27,7 +27,7 @@ from tui.live.reply import LiveReply
 from tui.typed import TypingApp
 from tui.widgets.assistant_message import AssistantMessage
 
-LANGUAGES = ("python", "py", "js", "c", "text")
+LANGUAGES = ("python", "py", "js", "c", "bash", "text")
 
 PYTHON = (
     '''def grow(x):
@@ -226,3 +226,44 @@ async def test_the_widget_draws_crlf_and_split_escapes_as_the_whole_safe_text(la
             message, visualize(message, RichMarkdown(safe)), width, None, message.visual_style
         )
         assert rows(live) == reference
+
+
+PIECES = (
+    "```python\n", "```\n", "~~~\n", "````\n", "  ```js\n", "```bash\n", "def f(x):\n",
+    "    return x  # c\n", '    """doc\n', '    end"""\n', "x = '''a\n", "b'''\n", "\n", "\n\n",
+    "- item\n", "  - nested\n", "1. one\n", "> quote\n", "# Head\n", "Head\n===\n", "---\n",
+    "| a | b |\n", "|---|---|\n", "| 1 | 2 |\n", "<div>\n", "</div>\n", "**bold ", "bold** ",
+    "`code ", "span` ", "[link](http://x) ", "snake_case ", "2 * 3 ", "_em_ ", "*em* ", "~~s~~ ",
+    "&amp; ", "\\* ", "![img](p.png) ", "<kbd>k</kbd> ", "a  \n", "tab\there ", "漢字 ",
+    "x" * 120 + " ",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(24))
+async def test_random_replies_stream_as_they_draw_whole(drawing, seed: int) -> None:
+    """Markdown of random pieces (fences opened and closed anyhow, lists, quotes, tables,
+    inline syntax left open, long words), half of it plain words so that paragraphs grow
+    long, streamed in random deltas at a random width."""
+    draw, whole = drawing
+    rng = random.Random(seed)
+    pieces = [
+        rng.choice(PIECES) if rng.random() < 0.5 else rng.choice(("word ", f"w{seed} ", "g()\n"))
+        for _ in range(rng.randint(100, 400))
+    ]
+    text = "".join(pieces)
+    width = rng.choice((30, 57, 90))
+    reply = LiveReply(draw(width))
+    at = frames = 0
+    while at < len(text):
+        size = rng.choice((1, 3, 7, 20, 80, 300))
+        reply.feed(text[at : at + size])
+        at += size
+        if rng.random() < 0.5:
+            reply.update()
+            frames += 1
+            if frames % 7 == 0:
+                got, want = rows(reply), whole(text[:at], width)
+                assert got == want, f"seed {seed}, at {at}: " + first_difference(got, want)
+    reply.update()
+    got, want = rows(reply), whole(text, width)
+    assert got == want, f"seed {seed}, at the end: " + first_difference(got, want)

@@ -12,9 +12,11 @@ does not tell. Lines are lexed from an anchor, a line where lexing from the
 start state gives what lexing the whole block gives: each frame lexes from
 the anchor to the end, then the last `KEEP` lines alone, and where both
 agree the states agree, so the anchor moves there and the lines before it are
-final. Inside a multi-line string or comment they never agree: the window
-grows to `WINDOW` lines, then the anchor moves on anyway, and the lines after
-it may be coloured as code until the finished reply is drawn whole.
+final. It never moves past a line where the lexer balked (an error token: a
+quote left open, which a later line may close with one token over all the
+lines between). Inside a multi-line string or comment the two never agree:
+the window grows to `WINDOW` lines, then the anchor moves on anyway, and the
+lines after it may be coloured wrong until the finished reply is drawn whole.
 
 Whether the fence is closed and what each line holds without the fence's
 indentation, markdown-it says, from the fence's first line and the new text.
@@ -29,7 +31,7 @@ from rich.syntax import Syntax, SyntaxTheme
 from textual.strip import Strip
 
 from tui import code_lexers
-from tui.live.code_rows import CodeRows, Line, lex
+from tui.live.code_rows import CodeRows, Line, has_error, lex
 from tui.live.markdown import Draw, parser
 
 KEEP = 3
@@ -152,19 +154,18 @@ class LiveCode:
         anchors = self._anchors
         while anchors[-1] > shown - 1:  # the last line shown must be lexed again
             anchors.pop()
-        anchor = anchors[-1]
-        texts = self.lines[anchor : shown - 1] + [last]
+        first = anchors[-1]
+        texts = self.lines[first : shown - 1] + [last]
         tokens = lex(self._lexer, texts)
         start = shown - KEEP
-        if start > anchor:
-            at = start - anchor
-            if (
-                not texts[at].startswith("\ufeff")
-                and lex(self._lexer, texts[at:]) == tokens[at:]
-                or shown - anchor > WINDOW
-            ):
-                anchors.append(start)
-        self._place(anchor, tokens)
+        balked = (i for i, line in enumerate(tokens[: max(0, start - first)]) if has_error(line))
+        at = next(balked, start - first)  # not past a line the lexer balked at
+        fresh = at > 0 and not texts[at].startswith("\ufeff")  # (lexers drop a leading BOM)
+        if fresh and lex(self._lexer, texts[at:]) == tokens[at:]:
+            anchors.append(first + at)
+        if shown - anchors[-1] > WINDOW:  # inside a long string or comment: on anyway
+            anchors.append(start)
+        self._place(first, tokens)
 
     def _place(self, first: int, tokens: list[Line]) -> None:
         """Lines from `first` on have these tokens: count their rows (a line that fits is

@@ -33,6 +33,8 @@ Line = tuple[tuple[str, ...], tuple[int, ...]]
 
 KINDS: list[Any] = []
 """Pygments token types, numbered in the order first met."""
+ERRORS: set[int] = set()
+"""The numbers of the error kinds (text the lexer could not match)."""
 _NUMBERS: dict[Any, int] = {}
 
 
@@ -41,7 +43,15 @@ def kind_number(kind: Any) -> int:
     if number is None:
         number = _NUMBERS[kind] = len(KINDS)
         KINDS.append(kind)
+        if kind in Token.Error:
+            ERRORS.add(number)
     return number
+
+
+def has_error(line: Line) -> bool:
+    """Whether the lexer could not match some of the line (an open quote, say, that a
+    later line may close: one token over all the lines between)."""
+    return not ERRORS.isdisjoint(line[1])
 
 
 def lex(lexer: Lexer, texts: list[str]) -> list[Line]:
