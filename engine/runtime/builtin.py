@@ -81,8 +81,11 @@ def register_builtins(runtime: Host, front: FrontEnd | None) -> None:
 
     @registry.add("export", "write the thread as Markdown and JSON")
     async def _export(args: str) -> str:
-        events = list(runtime.thread.log.events)  # a copy taken on the loop
-        paths = await asyncio.to_thread(export_thread, home, runtime.thread.id, events)
+        events = runtime.thread.log.events
+        count = len(events)  # taken on the loop; the worker reads that many (older: from the file)
+        paths = await asyncio.to_thread(
+            lambda: export_thread(home, runtime.thread.id, events[:count])
+        )
         return "Exported to " + " and ".join(str(p) for p in paths)
 
     @registry.add(
@@ -197,9 +200,12 @@ def _register_rewind(runtime: Host, front: FrontEnd | None) -> None:
         usage="[N]",
     )
     async def _rewind(args: str) -> str:
+        log = runtime.thread.log
+        # Every prompt of the thread: its older events are read in a worker.
+        listed = await asyncio.to_thread(points, log, len(log.file_events))
         if not args:
-            return rewind_listing(points(runtime.thread.log))
-        point = rewind_numbered(runtime, args)
+            return rewind_listing(listed)
+        point = rewind_numbered(runtime, args, listed)
         prefill = getattr(front, "prefill", None)
         said = f"Rewound to just before prompt {point.number} ({point.day} {point.time})."
         if callable(prefill) and prefill(point.text):
@@ -207,13 +213,16 @@ def _register_rewind(runtime: Host, front: FrontEnd | None) -> None:
         return said + " Its text, to send again or edit:\n" + safe_text(point.text)
 
 
-def rewind_numbered(runtime: Host, args: str) -> RewindPoint:
-    """`/rewind N` done: the point gone back to, or a CommandError saying why not."""
+def rewind_numbered(
+    runtime: Host, args: str, listed: list[RewindPoint] | None = None
+) -> RewindPoint:
+    """`/rewind N` done (N among `listed`, or the points listed now): the point gone back
+    to, or a CommandError saying why not."""
     if not args.isdigit():
         raise CommandError("/rewind N: N is a prompt's number from /rewind")
     log = runtime.thread.log
     try:
-        point = choose(log, int(args))
+        point = choose(log, int(args), listed)
         rewind(runtime.driver, log, point)
     except RewindRefused as exc:
         raise CommandError(str(exc)) from exc

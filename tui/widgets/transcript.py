@@ -14,7 +14,7 @@ move the same indices (`_start`, `_end`) and the streaming reply, so they stay t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 from textual.binding import Binding
@@ -30,6 +30,7 @@ from tui.widgets.chat_message import Notice, PastReply, UserMessage
 from tui.widgets.checkpoint_block import CheckpointBlock
 from tui.widgets.load_button import LoadButton
 from tui.widgets.new_output import NewOutputMarker
+from tui.widgets.shown_events import ShownEvents
 from tui.widgets.tool_block import ToolBlock
 
 if TYPE_CHECKING:
@@ -101,7 +102,9 @@ class Transcript(VerticalScroll):
 
     def __init__(self, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.events: list[LogEvent] = []
+        self.events = ShownEvents()
+        """The events shown (the engine's, not a copy: older ones are read from the log's
+        file when asked for)."""
         self._start = 0
         self._end = 0
         self._reply: AssistantMessage | None = None
@@ -365,7 +368,7 @@ class Transcript(VerticalScroll):
             widgets.extend(self._build(event))
         return widgets
 
-    def load(self, events: Iterable[LogEvent], kept: Kept | None = None) -> None:
+    def load(self, events: Sequence[LogEvent], kept: Kept | None = None) -> None:
         """Show the newest part of a thread; earlier parts load on demand.
 
         Only about a screenful of the newest events is built before the first
@@ -375,7 +378,7 @@ class Transcript(VerticalScroll):
         `kept` (tui.drawn_lines) are drawn from the lines kept there.
         """
         self.kept = kept or {}
-        self.events = list(events)
+        self.events = ShownEvents(events)
         self._results = {}
         self._indexed_from = len(self.events)
         self._end = len(self.events)
