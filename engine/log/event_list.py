@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import bisect
 import io
-import os
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import overload
+from typing import BinaryIO, overload
 
 from engine.events import LogEvent
 from engine.log.index import STRIDE, LogIndex
@@ -37,30 +36,33 @@ KEPT_STRIDES = 32
 class StoredEvents:
     """Reads events `[0, count)` of the log from its file, at the index's offsets."""
 
-    def __init__(self, path: Path, index: LogIndex, fd: int) -> None:
+    def __init__(self, path: Path, index: LogIndex, fh: BinaryIO) -> None:
         self.path = path
         self.index = index
-        self._fd = fd
-        self._closer = weakref.finalize(self, os.close, fd)
-        """Whoever holds the events may read them after the log closed: the descriptor
-        is closed with this object."""
+        self._fh: BinaryIO | None = fh
+        self._closer = weakref.finalize(self, fh.close)
+        """Whoever holds the events may read them after the log closed: the file is
+        closed with this object."""
         self._lock = threading.Lock()
         self._kept: OrderedDict[int, list[LogEvent]] = OrderedDict()
         self.reads = 0
         """Reads made from the file (what tests count)."""
+        self.on_damage: Callable[[LogCorruptError], None] | None = None
+        """Told of a line found unreadable, before the error is raised (from whatever
+        thread read it)."""
 
-    def use(self, index: LogIndex, fd: int) -> None:
-        """Read another file from now on (the log written out again): its index and a
-        descriptor open for reading it. The old descriptor is closed."""
+    def use(self, index: LogIndex, fh: BinaryIO) -> None:
+        """Read another file from now on (the log written out again): its index and the
+        file open for reading it. The old one is closed."""
         with self._lock:
-            old, self._fd, self.index = self._closer, fd, index
-            self._closer = weakref.finalize(self, os.close, fd)
+            old, self._fh, self.index = self._closer, fh, index
+            self._closer = weakref.finalize(self, fh.close)
             self._kept.clear()
         old()
 
     def close(self) -> None:
         with self._lock:
-            self._fd = -1
+            self._fh = None
             self._closer()
 
     def event(self, i: int) -> LogEvent:
@@ -86,6 +88,14 @@ class StoredEvents:
         return events[start - first * STRIDE : stop - first * STRIDE]
 
     def _strides(self, first: int, last: int) -> list[LogEvent]:
+        try:
+            return self._decoded(first, last)
+        except LogCorruptError as exc:
+            if self.on_damage is not None:
+                self.on_damage(exc)
+            raise
+
+    def _decoded(self, first: int, last: int) -> list[LogEvent]:
         start, end = self.index.stride_span(first, last)
         data = self._read(start, end)
         seq = first * STRIDE + 1
@@ -103,12 +113,10 @@ class StoredEvents:
             self.reads += 1
             data = b""
             try:
-                while len(data) < end - start and self._fd >= 0:
-                    more = os.pread(self._fd, end - start - len(data), start + len(data))
-                    if not more:
-                        break
-                    data += more
-            except OSError as exc:
+                if self._fh is not None:
+                    self._fh.seek(start)
+                    data = self._fh.read(end - start)
+            except (OSError, ValueError) as exc:
                 raise LogCorruptError(self.path, 0, f"could not be read: {exc}") from None
             if len(data) < end - start:
                 raise LogCorruptError(

@@ -13,7 +13,6 @@ the first bad line after which nothing loads, for the writer to repair.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import BinaryIO
 
@@ -24,7 +23,7 @@ from engine.log import resume
 from engine.log.event_list import FileEvents, StoredEvents
 from engine.log.index import LogIndex
 from engine.log.line_codec import LogCorruptError, decode_lines
-from engine.log.log_file import open_log, read_to_hole
+from engine.log.log_file import open_log, read_to_hole, reopen_log
 from engine.log.replay import careful, lines_of, read_events
 from engine.log.resume import Attachment
 from engine.log.state import FileFacts, LineState
@@ -117,7 +116,7 @@ def _after(path: Path, log: BinaryIO, kept: resume.Kept) -> Loaded | None:
         rewound = rewound or type(event) is SessionRewind
     total = count + len(parsed)
     held_from = min(count, max(0, total - WINDOW))
-    stored = StoredEvents(path, index, os.dup(log.fileno()))
+    stored = StoredEvents(path, index, reopen_log(log))
     try:
         held: list[LogEvent] = stored.events(held_from, count)
     except LogCorruptError:  # damaged since the index was made: the whole read finds it

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar, cast
+from typing import BinaryIO, TypeVar, cast
 
 from msgspec.structs import replace
 
@@ -180,6 +180,11 @@ class SessionLog:
         return log
 
     @property
+    def writable(self) -> bool:
+        """Open for appends, and taking them (not read-only, closed or broken)."""
+        return self._fd is not None and self.read_only is None and self._broken is None
+
+    @property
     def exists(self) -> bool:
         """False until a pending log's first append made its file."""
         return self._create is None
@@ -251,6 +256,8 @@ class SessionLog:
             return
         self.state, self.facts = loaded.state, loaded.facts
         self.kept, self.kept_events = loaded.attachment, loaded.kept
+        if loaded.events.stored is not None:
+            loaded.events.stored.on_damage = self._damaged
         if self.facts.rewinds:
             self._follow_line(replay=loaded.rewound)
 
@@ -282,6 +289,17 @@ class SessionLog:
             setattr(tail, name, getattr(fresh.tail, name))
         fresh.tail = tail
         self.state = fresh
+
+    def _damaged(self, error: LogCorruptError) -> None:
+        """An older event read on demand is unreadable: the log was damaged after its resume
+        index was made. The index goes, so the next open reads the log whole and repairs
+        it (the damaged line and what follows are set aside); said once, on the logger."""
+        if self.damage_report is None:
+            self.damage_report = (
+                f"{error}; the log is read whole and repaired the next time the thread opens"
+            )
+            logging.getLogger("trove").warning("%s", self.damage_report)
+        resume.discard(self.path)
 
     def _forget_kept(self) -> None:
         """The resume index's attachment no longer stands for the line (a rewind)."""
@@ -460,6 +478,7 @@ class SessionLog:
             temporary.unlink()
         fd = open_private(temporary, os.O_WRONLY | os.O_APPEND | os.O_EXCL | os.O_CLOEXEC)
         index = LogIndex()
+        reader: BinaryIO | None = None
         try:
             size = 0
             with os.fdopen(os.dup(fd), "wb") as out:
@@ -475,10 +494,12 @@ class SessionLog:
                     os.link(self.path, kept, follow_symlinks=False)
                 except OSError:
                     os.rename(self.path, kept)  # no hard links here: the name is free a moment
-            reader = os.open(temporary, os.O_RDONLY | os.O_CLOEXEC)
+            reader = open_log(temporary)
             os.replace(temporary, self.path)
         except BaseException:
             os.close(fd)
+            if reader is not None:
+                reader.close()
             temporary.unlink(missing_ok=True)
             raise
         fsync_directory(directory)
@@ -490,7 +511,7 @@ class SessionLog:
         if stored is not None:
             stored.use(index, reader)
         else:
-            os.close(reader)
+            reader.close()
         self._note()
         report = (
             f"{self.path}: the log was {what} by another program while Trove was writing "
@@ -534,7 +555,7 @@ class SessionLog:
         `attached`, read when it asks: the surface). Only the writer does, with nothing
         being appended (as it closes). Blocking: the part of the file not yet indexed (a
         log opened whole: all of it) is read once. False when nothing was written."""
-        if self.read_only is not None or self._fd is None or self._broken is not None:
+        if not self.writable:
             return False
         self.check_file()
         try:
@@ -559,6 +580,3 @@ class SessionLog:
             fd, self._fd = self._fd, None
             os.close(fd)
         self._forget_kept()
-        stored = self.file_events.stored
-        if stored is not None:
-            stored.close()

@@ -344,7 +344,7 @@ class Runtime(Struct):
     def _keep(self) -> None:
         """What the next open reads instead of the log's lines (blocking)."""
         log = self.thread.log
-        if log.read_only is not None or not log.exists:
+        if not log.writable:
             return
         head, attached = kept_parts(self.driver.surface, len(log.file_events))
         log.keep_index(head, attached)

@@ -164,8 +164,11 @@ class Surface:
             self.newest = self.entries[-1].seq
 
     def apply(self, event: LogEvent) -> None:
-        if self._pending is not None and self._pending.defer(self, event):
-            return
+        pending = self._pending
+        if pending is not None:
+            if pending.defer(self, event):
+                return
+            pending.read(self)
         handler = _HANDLERS.get(type(event))
         if handler is not None:
             handler(self, event)

@@ -141,6 +141,9 @@ class _Kept:
         self.head = head
         self.queued: list[Entry] = []
         """Entries appended since the open, before the kept ones were read."""
+        self.seen = head.events
+        """The log's events the surface has taken so far (the kept ones, then each one
+        `defer` took): what a replay in their place must stop at."""
         self._lock = threading.Lock()
         self._reading = threading.Lock()
 
@@ -168,6 +171,7 @@ class _Kept:
                 surface._turn = None
             elif kind is CompactSummary:
                 surface._replacements[event.seq] = list(event.replaced or ())  # type: ignore[union-attr]
+            self.seen += 1
             return True
 
     def raw(self) -> bytes | None:
@@ -187,7 +191,7 @@ class _Kept:
                     surface._pending = None
                     return
                 surface._pending = None
-            _replay(surface, self.log)
+            _replay(surface, self.log, self.seen)
 
     def _entries(self) -> list[Entry] | None:
         data = self.attachment.take()
@@ -228,10 +232,14 @@ def _built(log: SessionLog, rows: list[Row]) -> list[Entry] | None:
     return entries
 
 
-def _replay(surface: Surface, log: SessionLog) -> None:
-    """The kept entries could not be used: the surface of the whole line, in place, its
-    counters still only growing (what was vouched for before cannot pass after)."""
-    fresh = Surface.from_events(log.events)
+def _replay(surface: Surface, log: SessionLog, seen: int) -> None:
+    """The kept entries could not be used: the surface of the line up to the `seen`th
+    event of the file, in place, its counters still only growing (what was vouched for
+    before cannot pass after). The events after it are the newest of the file and of
+    the line alike (a rewind would have rebuilt the surface already)."""
+    events = log.events
+    unseen = len(log.file_events) - seen
+    fresh = Surface.from_events(events[: len(events) - unseen] if unseen else events)
     version, reshapes = surface.version, surface.reshapes
     vars(surface).update(vars(fresh))
     surface.version = max(version, fresh.version) + 1

@@ -25,6 +25,7 @@ from textual.worker import Worker
 
 from engine import events as ev
 from engine.events import LogEvent
+from engine.log import LogCorruptError
 from tui.drawn_lines import DrawnReply, Kept
 from tui.widgets.chat_message import Notice, PastReply, UserMessage
 from tui.widgets.checkpoint_block import CheckpointBlock
@@ -363,8 +364,14 @@ class Transcript(VerticalScroll):
 
     def _build_range(self, begin: int, end: int) -> list[Widget]:
         self._building = begin
+        try:
+            events = self.events[begin:end]  # older ones are read from the log's file
+        except LogCorruptError as exc:  # damaged since the thread was opened from its end
+            said = f"Earlier messages could not be read: {exc}"
+            self.notify(said, severity="error", markup=False)
+            return []
         widgets: list[Widget] = []
-        for event in self.events[begin:end]:
+        for event in events:
             widgets.extend(self._build(event))
         return widgets
 
