@@ -12,8 +12,10 @@ then prints:
   floors: reading the file and parsing every line with orjson (plain dicts:
   the fastest JSON parse, as Trove's stream path uses it), and with Trove's own
   typed msgspec decoder, each with nothing else; then the same open with the
-  log's replay snapshot beside it (engine/log/snapshot.py: what a thread quit
-  by its writer opens with), its checks included;
+  log's replay snapshot beside it (engine/log/snapshot.py: what a thread read
+  whole keeps at quit), its checks included; and the open with the log's resume
+  index beside it (engine/log/resume.py: what a thread quit by its writer opens
+  with, replaying nothing), with the surface as the runtime builds it;
 * resume latency: the real TUI (`trove --thread ID` in a pseudo-terminal,
   started and timed exactly as bench/tui.py times it: spawn -> the end of the
   first frame drawn with the prompt focused and the thread open) on generated
@@ -55,8 +57,9 @@ import orjson
 
 from engine import events as ev
 from engine.events import KnownEvent
-from engine.log import SessionLog, paused_gc, snapshot
+from engine.log import SessionLog, paused_gc, resume, snapshot
 from engine.surface import Surface
+from engine.surface.kept import for_log, kept_parts
 from engine.threads.paths import LOG_NAME, thread_dir
 
 REPLAY_TARGET = 200_000  # events/s
@@ -234,6 +237,29 @@ def time_replay(path: Path) -> tuple[float, int]:
     return elapsed, len(log.events)
 
 
+def time_index_open(path: Path, runs: int) -> tuple[float, int, int]:
+    """The median open of the log with its resume index beside it (written as a clean exit
+    writes it), with its surface as the runtime builds it (entries not read), then the
+    index removed; (seconds, events held in memory, bytes of the index)."""
+    log = SessionLog.open(path)
+    log.keep_index(*kept_parts(for_log(log), len(log.file_events)))
+    log.close()
+    times = []
+    held = 0
+    for _ in range(runs):
+        gc.collect()
+        start = time.perf_counter()
+        log = SessionLog.open(path)
+        for_log(log)
+        times.append(time.perf_counter() - start)
+        held = len(log.file_events) - log.file_events.held_from
+        log.close()
+    index = resume.path_for(path)
+    size = index.stat().st_size
+    index.unlink()
+    return statistics.median(times), held, size
+
+
 def time_snapshot_replay(path: Path, runs: int) -> tuple[float, int]:
     """The median `time_replay` with the log's replay snapshot beside it (written as the
     log's writer writes it at close), then removed; (seconds, events from the snapshot)."""
@@ -369,11 +395,19 @@ def main(argv: list[str] | None = None) -> int:
                 f"  {count / kept_median:>9,.0f}  from its replay snapshot"
                 f" ({kept:,} events; checks included)"
             )
+            opened, held, index_size = time_index_open(path, args.runs)
+            print(
+                f"  {'':>8}  {'':>9}  {'':>7}  {opened * 1000:>6.1f} ms  {'':>9}  opened from"
+                f" its resume index, no replay ({held:,} events read, index"
+                f" {index_size / 2**20:.1f} MiB; checks included)"
+            )
         print(
             "  (floors, events/s: read + parse every line and nothing else; orjson: into plain"
             " dicts, the floor; typed: Trove's msgspec decoder)"
         )
 
+        if not args.resume_sizes:
+            return 0
         print()
         print(
             "resume: the real TUI, `trove --thread ID` in a pty, spawn -> ready prompt "

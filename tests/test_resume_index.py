@@ -377,6 +377,48 @@ def test_a_line_damaged_inside_what_the_index_covers_is_named_when_read(tmp_path
     repaired.close()
 
 
+def test_doctor_repairs_a_line_damaged_where_the_index_vouches_for_the_log(
+    tmp_path: Path,
+) -> None:
+    from engine.workspace.doctor import examine
+
+    home = tmp_path / "home"
+    thread = Thread.create(home, "local", "t")
+    surface = for_log(thread.log)
+    thread.log.projections.append(surface.apply)
+    _chat(thread.log, 2000)
+    _keep(thread.log, surface)
+    path = thread.log.path
+    thread.close()
+    data = path.read_bytes()
+    middle = data.index(b'"kind"', len(data) // 2)
+    _rewrite(path, middle, b"#")
+    line = data.count(b"\n", 0, middle) + 1
+    checkup = examine(home, "local", "t")
+    assert checkup.status == "repaired"
+    assert checkup.findings[0].line == line and checkup.findings[0].repaired
+    assert len(read_events(path).events) == line - 1
+    assert not resume.path_for(path).exists()
+
+
+def test_doctor_removes_a_resume_index_that_does_not_stand_for_the_log(tmp_path: Path) -> None:
+    from engine.workspace.doctor import examine
+
+    home = tmp_path / "home"
+    thread = Thread.create(home, "local", "t")
+    surface = for_log(thread.log)
+    _chat(thread.log, 20)
+    _keep(thread.log, surface)
+    path = thread.log.path
+    thread.close()
+    index = resume.path_for(path)
+    _rewrite(index, len(resume.MAGIC) + 2, b"\x7f")
+    checkup = examine(home, "local", "t")
+    (finding,) = checkup.findings
+    assert finding.file == index.name and finding.repaired
+    assert not index.exists()
+
+
 # -- repairs after the index ---------------------------------------------------------------
 
 
