@@ -334,6 +334,9 @@ def time_resume(
                     if run:
                         figures[size]["cold"].append((records[0]["ready"] - spawned) * 1000)
                         figures[size]["cold_rss"].append(records[0]["rss"]["VmRSS"])
+                    # What the cold run's quit wrote (a long log's replay snapshot is about
+                    # its size) goes to the disk now, not during the next run.
+                    os.sync()
                     spawned, records = bt.run_child("resume", "trove", args, [], 600)
                     if run:
                         figures[size]["resumed"].append((records[0]["ready"] - spawned) * 1000)
@@ -341,6 +344,7 @@ def time_resume(
                 finally:
                     os.truncate(log, length)
                     _fresh(home)
+                    os.sync()
     return bare, figures, counts
 
 

@@ -71,23 +71,30 @@ class LineState(Struct, gc=False):
 
     def replay(self, events: Iterable[LogEvent], facts: FileFacts | None = None) -> None:
         """Every event of a line, in order (with `facts`, the line is the whole file: the
-        file's facts are gathered in the same pass). Replies, tool results and turn
-        markers, most of a thread, are dealt with on locals."""
+        file's facts are gathered in the same pass). Replies, tool results, turn markers,
+        prompts and their queueing, most of a thread, are dealt with on locals."""
         tail = self.tail
         apply_bracket = tail.apply
         user = self._user
         handler_of = _HANDLERS.get
         brackets = BRACKETS
+        plain = _PLAIN
+        pending = self.pending
         open_turn, last_turn = tail.open_turn, tail.last_turn
         typed = False
         rewinds: list[tuple[int, int]] = []
         for event in events:
             kind = type(event)
-            if kind is AssistantMessage or kind is ToolResult:
+            if kind in plain:
                 continue
             if kind is UserMessage:
                 typed = True
-                user(event)  # type: ignore[arg-type]
+                item = event.item_id  # type: ignore[union-attr]
+                if item is not None:
+                    pending.pop(item, None)
+                # A checkpoint or injected context is kept; a plain prompt is not.
+                if event.checkpoint is not None or event.source:  # type: ignore[union-attr]
+                    user(event)  # type: ignore[arg-type]
             elif kind is TurnStart:
                 open_turn = event  # type: ignore[assignment]
                 if open_turn.turn > last_turn:  # type: ignore[union-attr]
@@ -95,14 +102,18 @@ class LineState(Struct, gc=False):
             elif kind is TurnEnd:
                 if open_turn is not None and open_turn.turn == event.turn:  # type: ignore[union-attr]
                     open_turn = None
+            elif kind is InboxQueued:
+                typed = True
+                pending[event.seq] = event.text  # type: ignore[union-attr]
             else:
                 if kind in brackets:
                     tail.open_turn, tail.last_turn = open_turn, last_turn
                     apply_bracket(event)
                     open_turn, last_turn = tail.open_turn, tail.last_turn
-                if kind is SessionRewind and 0 <= event.after < event.seq:  # type: ignore[union-attr]
-                    rewinds.append((event.seq, event.after))  # type: ignore[union-attr]
-                typed = typed or kind is InboxQueued or (kind is PromptDraft and bool(event.text))  # type: ignore[union-attr]
+                    if kind is SessionRewind and 0 <= event.after < event.seq:  # type: ignore[union-attr]
+                        rewinds.append((event.seq, event.after))  # type: ignore[union-attr]
+                elif kind is PromptDraft and event.text:  # type: ignore[union-attr]
+                    typed = True
                 handler = handler_of(kind)
                 if handler is not None:
                     handler(self, event)
@@ -119,7 +130,6 @@ class LineState(Struct, gc=False):
             self.records.append(replace(event, text=""))
         elif event.source == "inject":
             self.hidden.append(event.seq)
-
     def _queued(self, event: InboxQueued) -> None:
         self.pending[event.seq] = event.text
 
@@ -158,6 +168,9 @@ _HANDLERS: dict[type, Callable[[LineState, Any], None]] = {
     NoteDelete: LineState._record,
     SessionRewind: LineState._rewind,
 }
+
+
+_PLAIN = frozenset({AssistantMessage, ToolResult})
 
 
 class FileFacts(Struct, gc=False):
