@@ -166,9 +166,7 @@ async def test_a_long_thread_opens_reading_only_its_end(
         await first.aclose()  # a clean exit: what the next open starts from
         with monkeypatch.context() as patch:
             tally = _Tally(patch)
-            runtime = opened(
-                Runtime.open(config, home, thread_id="long", model=client_for(server))
-            )
+            runtime = opened(Runtime.open(config, home, thread_id="long", model=client_for(server)))
             size = runtime.thread.log.path.stat().st_size
             read[turns] = (tally.bytes, size)
         assert len(runtime.thread.log.events) == 5 * turns + 2  # two seams

@@ -130,6 +130,7 @@ class LineState(Struct, gc=False):
             self.records.append(replace(event, text=""))
         elif event.source == "inject":
             self.hidden.append(event.seq)
+
     def _queued(self, event: InboxQueued) -> None:
         self.pending[event.seq] = event.text
 
