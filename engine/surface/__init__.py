@@ -12,6 +12,7 @@ reads them off the loop), so an open does not pay for a long surface.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
@@ -92,11 +93,12 @@ class Surface:
         return self._pending is not None
 
     async def loaded(self) -> None:
-        """Read the entries kept in the resume index, if they are not yet, off the loop."""
-        if self._pending is not None:
-            from engine.util.offload import run_drained
+        """Read the entries kept in the resume index, if they are not yet, off the loop.
 
-            await run_drained(self._pending.read, self)
+        A read only: a caller cancelled meanwhile returns at once, and the read ends
+        on its own (whoever needs the entries next waits for it)."""
+        if self._pending is not None:
+            await asyncio.to_thread(self._pending.read, self)
 
     def _add(self, entry: Entry) -> None:
         self.entries.append(entry)
