@@ -16,7 +16,8 @@ from engine.continuity.archive.extract import hidden_seqs
 from engine.continuity.archive.status import scan_history
 from engine.continuity.notes.note import notebook_at
 from engine.driver import Driver
-from engine.log import SessionLog, TailState
+from engine.log import LineEvents, SessionLog, TailState
+from engine.log.line import current_line
 from engine.surface import Surface
 from engine.threads.draft import current_draft
 from tests.log_fuzz import SCOPE, write_mixed
@@ -70,6 +71,31 @@ def _check(log: SessionLog) -> None:
         for e in log.file_events
     )
     assert log.has_history == typed
+
+
+def test_the_line_is_the_path_to_the_newest_event_through_every_rewind(tmp_path: Path) -> None:
+    """`LineEvents` (runs of the file, found from its rewinds alone) is `current_line` of
+    every event, whichever way it is read."""
+    for seed in range(10):
+        path = tmp_path / f"{seed}.jsonl"
+        log = SessionLog.open(path)
+        surface = Surface()
+        log.projections.append(surface.apply)
+        log.on_rewind.append(lambda log=log, surface=surface: surface.rebuild(log.events))
+        write_mixed(log, surface, random.Random(100 + seed), 120)
+        everything = list(log.file_events)
+        expected = current_line(everything)
+        line = log.events
+        assert list(line) == expected
+        assert list(reversed(line)) == expected[::-1]
+        assert [line[i] for i in range(len(line))] == expected
+        assert line[3:40] == expected[3:40]
+        on = {e.seq for e in expected}
+        if isinstance(line, LineEvents):
+            assert [line.contains_seq(e.seq) for e in everything] == [
+                e.seq in on for e in everything
+            ]
+        log.close()
 
 
 def test_the_line_state_matches_a_walk_of_every_event_live_and_after_reopen(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import io
+import sys
 import threading
 import weakref
 from collections import OrderedDict
@@ -281,7 +282,7 @@ class LineEvents(Sequence[LogEvent]):
 
     def contains_seq(self, seq: int) -> bool:
         """Whether event `seq` of the file is on this line."""
-        at = bisect.bisect_right(self.runs, (seq, seq)) - 1
+        at = bisect.bisect_right(self.runs, (seq, sys.maxsize)) - 1
         return at >= 0 and self.runs[at][0] <= seq <= self.runs[at][1]
 
     def _seq(self, i: int) -> int:
