@@ -86,6 +86,7 @@ def _same(opened: SessionLog, whole: SessionLog, *, surface: Surface | None = No
     assert mine._replacements == theirs._replacements
     assert mine.entries == theirs.entries
     assert mine.messages() == theirs.messages()
+    assert points(opened) == points(whole)
 
 
 def _chat(log: SessionLog, turns: int, *, first: int = 1) -> None:
