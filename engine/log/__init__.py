@@ -15,22 +15,18 @@ a regular file only, read up to its first hole), `replay` (a whole file read bac
 (the line's folds: the inbox, the draft, the archive records), `index` (where lines
 start, digests of the bytes), `event_list` (events read on demand), `resume` (the
 resume index), `load` (an open, from the end or whole), `repair` (the writer's
-repairs of a damaged log) and `session_log` (`SessionLog`, appending, and its check
-that the file it appends to is still the log). Import from `engine.log`.
+repairs of a damaged log), `failures` (a write that did not happen, a listener that
+failed), `file_check` (the writer's check that the file it appends to is still the
+log) and `session_log` (`SessionLog`: open, append, keep). Import from `engine.log`.
 """
 
 from engine.events import Event
 from engine.log.brackets import TailState
 from engine.log.event_list import FileEvents, LineEvents
+from engine.log.failures import Listener, ListenerErrorHandler, LogWriteError
 from engine.log.line_codec import LogCorruptError, decode_line, encode_line, from_dict, parse_line
 from engine.log.replay import LoadResult, read_events
-from engine.log.session_log import (
-    Clock,
-    Listener,
-    ListenerErrorHandler,
-    LogWriteError,
-    SessionLog,
-)
+from engine.log.session_log import Clock, SessionLog
 from engine.log.state import FileFacts, LineState
 from engine.util.collector import paused_gc
 
