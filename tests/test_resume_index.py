@@ -269,6 +269,33 @@ def test_a_log_grown_after_its_index_reads_only_what_came_after(
     grown.close()
 
 
+async def test_an_open_after_a_long_crashed_session_writes_the_index_again(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    """Crash after crash, an open never reads more than the last session wrote."""
+    from engine.runtime.assembly import REFRESH_AFTER, open_thread
+
+    config = _config(server)
+    home = tmp_path / "home"
+    thread = Thread.create(home, "local", "t")
+    surface = for_log(thread.log)
+    thread.log.projections.append(surface.apply)
+    _chat(thread.log, 100)
+    _keep(thread.log, surface)
+    _chat(thread.log, REFRESH_AFTER // 5 + 1, first=101)  # then killed
+    thread.close()
+    crashed = open_thread(config, home, "t")
+    log = crashed.log
+    assert log.kept_events == len(log.file_events)  # written again as it opened
+    surface = for_log(log)
+    assert surface.deferred
+    _same(log, _whole(log.path), surface=surface)
+    crashed.close()  # killed again: no index at its end
+    again = SessionLog.open(log.path, read_only="check")
+    assert len(again.file_events) - again.kept_events == 0
+    _same(again, _whole(log.path))
+
+
 def _rewrite(path: Path, at: int, data: bytes) -> None:
     with path.open("r+b") as fh:
         fh.seek(at)
@@ -470,6 +497,28 @@ def test_cutting_the_log_below_the_index_removes_it(tmp_path: Path) -> None:
 
     quarantine(path, cut, datetime.now(UTC))
     assert not resume.path_for(path).exists()
+
+
+def test_an_index_a_kill_left_half_written_is_not_used_and_is_overwritten(
+    tmp_path: Path,
+) -> None:
+    """A kill while the index is written leaves its temporary copy, never the index: the
+    old index (or none) stands, and the next write takes the copy's name over."""
+    path = tmp_path / "session.jsonl"
+    log, surface = _tracked(path)
+    _chat(log, 300)
+    _keep(log, surface)
+    _chat(log, 5, first=301)
+    leftover = tmp_path / ".session.jsonl.resume.tmp"
+    leftover.write_bytes(resume.path_for(path).read_bytes()[:100])  # a write cut short
+    log.close()  # killed before the rename
+    reopened, kept = _tracked(path)
+    assert reopened.kept_events == 1500  # the old index, extended by what came after
+    _same(reopened, _whole(path), surface=kept)
+    _keep(reopened, kept)
+    reopened.close()
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["session.jsonl", "session.jsonl.resume"]
 
 
 def test_the_index_is_private_and_never_written_through_a_link(tmp_path: Path) -> None:

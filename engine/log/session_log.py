@@ -412,6 +412,25 @@ class SessionLog(FileCheck):
             return False
         return resume.write(self.path, self.index, self.facts, self.state, head, attached)
 
+    def refresh_index(self, head: bytes, attached: list[bytes]) -> bool:
+        """`keep_index` while the log is open, for an open that read many lines after its
+        index (a crash after a long session): the next open starts from here even if this
+        session ends in a crash too. What the layer above kept is then the new index's
+        (`kept`, `kept_events`). Only with nothing being appended (as the thread opens)."""
+        if not self.keep_index(head, attached):
+            return False
+        try:
+            with open_log(self.path) as fh:
+                kept = resume.load(self.path, fh)
+        except OSError:
+            kept = None
+        self._forget_kept()
+        if kept is not None and kept.index.count == len(self.file_events):
+            self.kept, self.kept_events = kept.attachment, kept.index.count
+        elif kept is not None:
+            kept.attachment.close()
+        return True
+
     def stored(self) -> StoredEvents | None:
         """The reader of the older events (None: every event is held)."""
         return self.file_events.stored

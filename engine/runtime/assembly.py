@@ -76,7 +76,22 @@ def open_thread(
         return Thread.view(home, config.user_id, thread_id, f"read-only view: {exc}")
     if config.task_continuity.enabled:
         _recover_archive(config, thread)
+    _refresh_index(thread)
     return thread
+
+
+REFRESH_AFTER = 10_000
+"""Events read after the resume index at an open that make it worth writing again then."""
+
+
+def _refresh_index(thread: Thread) -> None:
+    """An open that read many lines after its resume index (a crash after a long session)
+    writes it again at once, so a crash of this session too does not make the next open
+    read them again."""
+    log = thread.log
+    if log.kept is None or len(log.file_events) - log.kept_events < REFRESH_AFTER:
+        return
+    log.refresh_index(*kept_parts(for_log(log), len(log.file_events)))
 
 
 def _recover_archive(config: Config, thread: Thread) -> None:
