@@ -1,6 +1,7 @@
 """Benchmark: replaying session logs and resuming a thread (no model server needed).
 
-    python bench/log_replay.py [--runs 9] [--sizes 10000 100000] [--resume-size 10000]
+    python bench/log_replay.py [--runs 9] [--sizes 10000 100000]
+                               [--resume-sizes 10000 100000 1000000]
 
 Generates realistic logs (queued prompts, turns, tool round trips with results,
 assistant replies carrying usage, the odd injection) in a temporary directory,
@@ -11,14 +12,21 @@ then prints:
   floors: reading the file and parsing every line with orjson (plain dicts:
   the fastest JSON parse, as Trove's stream path uses it), and with Trove's own
   typed msgspec decoder, each with nothing else; then the same open with the
-  log's replay snapshot beside it (engine/log/snapshot.py: what a thread quit
-  by its writer opens with), its checks included;
+  log's replay snapshot beside it (engine/log/snapshot.py: what a thread read
+  whole keeps at quit), its checks included; and the open with the log's resume
+  index beside it (engine/log/resume.py: what a thread quit by its writer opens
+  with, replaying nothing), with the surface as the runtime builds it;
 * resume latency: the real TUI (`trove --thread ID` in a pseudo-terminal,
   started and timed exactly as bench/tui.py times it: spawn -> the end of the
-  first frame drawn with the prompt focused and the thread open) on the
-  generated 10,000-event thread, alternating with launches of the one
-  baseline (../shared/baseline_app.py), median of N, against <= 1.3 x the
-  baseline's launch (DESIGN.md), with RSS.
+  first frame drawn with the prompt focused and the thread open) on generated
+  threads of 10,000, 100,000 and 1,000,000 messages (user prompts and replies;
+  the tool results and turn markers come on top), alternating with launches of
+  the one baseline (../shared/baseline_app.py), median of N, against <= 1.15 x
+  the baseline's launch each (DESIGN.md), and RSS when ready against <= 80 MB
+  at 1,000,000. Each is opened cold (nothing kept from a last session) and then
+  as it was quit; the target is the second's. The generated threads are kept
+  under the system's temporary directory between runs (`FIXTURES`): writing the
+  million-message one takes a while.
 
 From a git worktree run it with `PYTHONPATH=.`: the editable install points at
 the main checkout, and `python bench/...` puts bench/, not the root, on the path.
@@ -49,12 +57,18 @@ import orjson
 
 from engine import events as ev
 from engine.events import KnownEvent
-from engine.log import SessionLog, paused_gc, snapshot
+from engine.log import SessionLog, paused_gc, resume, snapshot
 from engine.surface import Surface
+from engine.surface.kept import for_log, kept_parts
 from engine.threads.paths import LOG_NAME, thread_dir
 
 REPLAY_TARGET = 200_000  # events/s
-RESUME_TARGET = 1.3  # x the baseline's launch to a ready prompt
+RESUME_TARGET = 1.15  # x the baseline's launch to a ready prompt, at every size
+RSS_TARGET = {1_000_000: 80.0}  # MB when ready, by thread size in messages
+FIXTURES = Path(tempfile.gettempdir()) / "trove-bench-log-replay"
+"""Where the generated resume threads are kept between runs (by size and generator)."""
+GENERATOR = 1
+"""Bumped when `generate_events` changes: older fixtures are not reused."""
 USER_ID = "local"
 
 _VOCABULARY = (
@@ -173,6 +187,31 @@ def write_log(path: Path, n: int) -> None:
             fh.write(json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n")
 
 
+_MESSAGES = frozenset({ev.kind_of(ev.UserMessage), ev.kind_of(ev.AssistantMessage)})
+
+
+def message_log(messages: int) -> tuple[Path, int]:
+    """The generated log of a thread of `messages` user and assistant messages (kept in
+    `FIXTURES`, written once), and how many events it holds."""
+    path = FIXTURES / f"messages-{messages}-g{GENERATOR}.jsonl"
+    count_path = path.with_suffix(".events")
+    if path.is_file() and count_path.is_file():
+        return path, int(count_path.read_text())
+    FIXTURES.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    seen = events = 0
+    with partial.open("wb") as fh:
+        for event in generate_events(1 << 62):
+            fh.write(orjson.dumps(event) + b"\n")
+            events += 1
+            seen += event["kind"] in _MESSAGES
+            if seen >= messages:
+                break
+    partial.replace(path)
+    count_path.write_text(str(events))
+    return path, events
+
+
 def time_decode_floor(path: Path, typed: bool) -> float:
     """Reading the file and parsing every line, and nothing else (collection paused, as
     replay pauses it): with orjson into plain dicts, or with Trove's typed decoder."""
@@ -198,6 +237,29 @@ def time_replay(path: Path) -> tuple[float, int]:
     return elapsed, len(log.events)
 
 
+def time_index_open(path: Path, runs: int) -> tuple[float, int, int]:
+    """The median open of the log with its resume index beside it (written as a clean exit
+    writes it), with its surface as the runtime builds it (entries not read), then the
+    index removed; (seconds, events held in memory, bytes of the index)."""
+    log = SessionLog.open(path)
+    log.keep_index(*kept_parts(for_log(log), len(log.file_events)))
+    log.close()
+    times = []
+    held = 0
+    for _ in range(runs):
+        gc.collect()
+        start = time.perf_counter()
+        log = SessionLog.open(path)
+        for_log(log)
+        times.append(time.perf_counter() - start)
+        held = len(log.file_events) - log.file_events.held_from
+        log.close()
+    index = resume.path_for(path)
+    size = index.stat().st_size
+    index.unlink()
+    return statistics.median(times), held, size
+
+
 def time_snapshot_replay(path: Path, runs: int) -> tuple[float, int]:
     """The median `time_replay` with the log's replay snapshot beside it (written as the
     log's writer writes it at close), then removed; (seconds, events from the snapshot)."""
@@ -219,17 +281,41 @@ def _bench_tui() -> Any:
     return module
 
 
+def _fresh(home: Path) -> Path:
+    """The thread's directory in `home`, with nothing kept from a last session (no drawn
+    lines, replay snapshot or resume index): what a crash or an upgrade leaves."""
+    directory = thread_dir(home, USER_ID, "resume")
+    for child in directory.iterdir():
+        if child.name != LOG_NAME and child.is_file():
+            child.unlink()
+    return directory
+
+
 def time_resume(
-    root: Path, source: Path, runs: int
-) -> tuple[list[float], list[float], list[float], list[float]]:
-    """Spawn -> ready of `trove --thread` on a copy of `source` per run (a resume appends
-    an end-seed), cold and then as quit, alternating with the baseline's launch after
-    one warm-up round of each: (baseline ms, resume ms, cold resume ms, resume RSS MB)."""
+    root: Path, sizes: list[int], runs: int
+) -> tuple[list[float], dict[int, dict[str, list[float]]], dict[int, int]]:
+    """Spawn -> ready of `trove --thread` per size, cold and then as quit, alternating with
+    the baseline's launch after one warm-up round of each.
+
+    Each size's thread is a copy of the generated log in a home of its own; after each
+    pair of runs the log is cut back to its generated length
+    (a resume appends an end-seed, a quit may append a draft) and what the quit kept
+    beside it is removed. Returns the baseline's times (ms), per size the resumed, cold
+    and RSS (MB) figures, and per size the events of its log."""
     bt = _bench_tui()
     bare: list[float] = []
-    resumed: list[float] = []
-    cold: list[float] = []
-    rss: list[float] = []
+    figures: dict[int, dict[str, list[float]]] = {
+        size: {"resumed": [], "cold": [], "rss": [], "cold_rss": []} for size in sizes
+    }
+    homes: dict[int, tuple[Path, int]] = {}
+    counts: dict[int, int] = {}
+    for size in sizes:
+        source, counts[size] = message_log(size)
+        home = root / f"resume-home-{size}"
+        target = thread_dir(home, USER_ID, "resume") / LOG_NAME
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+        homes[size] = (home, source.stat().st_size)
     with bt.Server("stream") as idle:  # never called: opening a thread makes no request
         config = bt.write_config(root, idle.base_url)
         launch_args = ["--home", str(root / "launch-home"), "--config", str(config)]
@@ -237,22 +323,29 @@ def time_resume(
             spawned, records = bt.run_child("launch", "bare", launch_args, [], 60)
             if run:
                 bare.append((records[0]["ready"] - spawned) * 1000)
-            home = root / f"resume-home-{run}"
-            target = thread_dir(home, USER_ID, "resume") / LOG_NAME
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target)
-            args = ["--home", str(home), "--config", str(config), "--thread", "resume"]
-            # Cold first (nothing kept from a last session); its quit, as a user's Ctrl+Q,
-            # keeps the newest replies' drawn lines for the usual resume that follows.
-            spawned, records = bt.run_child("resume", "trove", args, [], 120)
-            if run:
-                cold.append((records[0]["ready"] - spawned) * 1000)
-            spawned, records = bt.run_child("resume", "trove", args, [], 120)
-            if run:
-                resumed.append((records[0]["ready"] - spawned) * 1000)
-                rss.append(records[0]["rss"]["VmRSS"])
-            shutil.rmtree(home, ignore_errors=True)
-    return bare, resumed, cold, rss
+            for size in sizes:
+                home, length = homes[size]
+                args = ["--home", str(home), "--config", str(config), "--thread", "resume"]
+                log = _fresh(home) / LOG_NAME
+                # Cold first (nothing kept from a last session); its quit, as a user's
+                # Ctrl+Q, keeps what the usual resume that follows opens with.
+                try:
+                    spawned, records = bt.run_child("resume", "trove", args, [], 600)
+                    if run:
+                        figures[size]["cold"].append((records[0]["ready"] - spawned) * 1000)
+                        figures[size]["cold_rss"].append(records[0]["rss"]["VmRSS"])
+                    # What the cold run's quit wrote (a long log's replay snapshot is about
+                    # its size) goes to the disk now, not during the next run.
+                    os.sync()
+                    spawned, records = bt.run_child("resume", "trove", args, [], 600)
+                    if run:
+                        figures[size]["resumed"].append((records[0]["ready"] - spawned) * 1000)
+                        figures[size]["rss"].append(records[0]["rss"]["VmRSS"])
+                finally:
+                    os.truncate(log, length)
+                    _fresh(home)
+                    os.sync()
+    return bare, figures, counts
 
 
 def _verdict(ok: bool) -> str:
@@ -263,7 +356,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--resume-size", type=int, default=10_000)
+    parser.add_argument(
+        "--resume-sizes",
+        type=int,
+        nargs="*",
+        default=[10_000, 100_000, 1_000_000],
+        help="threads to resume, in messages (none: skip the resume rows)",
+    )
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="trove-bench-") as tmp:
@@ -300,37 +399,52 @@ def main(argv: list[str] | None = None) -> int:
                 f"  {count / kept_median:>9,.0f}  from its replay snapshot"
                 f" ({kept:,} events; checks included)"
             )
+            opened, held, index_size = time_index_open(path, args.runs)
+            print(
+                f"  {'':>8}  {'':>9}  {'':>7}  {opened * 1000:>6.1f} ms  {'':>9}  opened from"
+                f" its resume index, no replay ({held:,} events read, index"
+                f" {index_size / 2**20:.1f} MiB; checks included)"
+            )
         print(
             "  (floors, events/s: read + parse every line and nothing else; orjson: into plain"
             " dicts, the floor; typed: Trove's msgspec decoder)"
         )
 
+        if not args.resume_sizes:
+            return 0
         print()
         print(
             "resume: the real TUI, `trove --thread ID` in a pty, spawn -> ready prompt "
             "(as bench/tui.py), alternating with the baseline's launch; opened cold (nothing "
-            "kept from a last session), then as it was quit (the newest replies' drawn lines "
-            "kept at Ctrl+Q)"
+            "kept from a last session), then as it was quit (what Ctrl+Q keeps beside the log)"
         )
-        source = root / "resume-source" / LOG_NAME
-        write_log(source, args.resume_size)
-        bare, resumed, cold, rss = time_resume(root, source, args.runs)
-        base, median = statistics.median(bare), statistics.median(resumed)
-        ratio = median / base
+        bare, figures, counts = time_resume(root, args.resume_sizes, args.runs)
+        base = statistics.median(bare)
         print(f"  baseline launch: {base:.0f} ms (runs {' '.join(f'{v:.0f}' for v in bare)})")
-        print(
-            f"  {args.resume_size:>8,} events: {median:.0f} ms "
-            f"(runs {' '.join(f'{v:.0f}' for v in resumed)}), RSS {statistics.median(rss):.0f} MB; "
-            f"cold {statistics.median(cold):.0f} ms (runs {' '.join(f'{v:.0f}' for v in cold)})"
-        )
-        print(
-            f"  resume {args.resume_size:,} events / baseline launch: {ratio:.2f} x   "
-            f"target <= {RESUME_TARGET} x  {_verdict(ratio <= RESUME_TARGET)}"
-        )
-        print(
-            f"  (cold, after a crash or an upgrade: {statistics.median(cold) / base:.2f} x; "
-            "the target is the usual resume's, of a thread quit with Ctrl+Q)"
-        )
+        for size in args.resume_sizes:
+            got = figures[size]
+            median, cold = statistics.median(got["resumed"]), statistics.median(got["cold"])
+            rss, cold_rss = statistics.median(got["rss"]), statistics.median(got["cold_rss"])
+            ratio = median / base
+            print(
+                f"  {size:>9,} messages ({counts[size]:,} events): {median:.0f} ms "
+                f"(runs {' '.join(f'{v:.0f}' for v in got['resumed'])}), RSS {rss:.0f} MB; "
+                f"cold {cold:.0f} ms (runs {' '.join(f'{v:.0f}' for v in got['cold'])}), "
+                f"RSS {cold_rss:.0f} MB"
+            )
+            print(
+                f"  resume {size:,} messages / baseline launch: {ratio:.2f} x   "
+                f"target <= {RESUME_TARGET} x  {_verdict(ratio <= RESUME_TARGET)}"
+            )
+            if size in RSS_TARGET:
+                print(
+                    f"  resume {size:,} messages, RSS when ready: {rss:.0f} MB   "
+                    f"target <= {RSS_TARGET[size]:.0f} MB  {_verdict(rss <= RSS_TARGET[size])}"
+                )
+            print(
+                f"  (cold, after a crash or an upgrade: {cold / base:.2f} x, {cold_rss:.0f} MB; "
+                "the target is the usual resume's, of a thread quit with Ctrl+Q)"
+            )
         print(f"  (load average {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
     return 0
 

@@ -17,7 +17,7 @@ import struct
 from pathlib import Path
 
 from engine.events import AssistantMessage
-from engine.log import snapshot
+from engine.log import resume, snapshot
 from engine.runtime import Runtime
 from tui import drawn_lines
 
@@ -28,11 +28,12 @@ NAMES = {
     "archive": "task-history/history.sqlite",
     "terms": "task-history/history.terms",
     "snapshot": "session.jsonl.replay",
+    "resume": "session.jsonl.resume",
     "drawn": "drawn.json",
     "summary": "summary.cache",
 }
 """Each file of a thread, by kind, as a path in the thread's directory."""
-SIDECARS = ("terms", "snapshot", "drawn", "summary")
+SIDECARS = ("terms", "snapshot", "resume", "drawn", "summary")
 """The caches beside the log: the log (for the terms file, the archive) outranks them."""
 HUGE = 4 << 30
 """A text file made this large by a sparse extension."""
@@ -43,6 +44,8 @@ LENGTH_FIELDS = {
     "terms": (40, "<I", 0xFFFFFFFF),
     # the count of events in the body (snapshot._HEADER)
     "snapshot": (len(snapshot.MAGIC) + 8, "<Q", 2**64 - 1),
+    # the length of the sealed body (resume._HEADER)
+    "resume": (len(resume.MAGIC) + 16, "<Q", 2**64 - 1),
 }
 """For binary files: where a length is kept, as what, and the huge value put there."""
 CREATING = ("link-zero", "link-fifo", "other")

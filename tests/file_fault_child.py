@@ -8,8 +8,8 @@
 case damages a copy of) and `other` (where "another thread's copy" comes
 from), each with a few exchanges, one compaction (so the archive and its terms
 file exist), a prompt queued at quit, a draft, a replay snapshot (the length
-threshold lowered here, so even this short log gets one), the drawn lines and
-the summary cache.
+threshold lowered here, so even this short log gets one), a resume index, the drawn
+lines and the summary cache.
 
 CASES is a JSON list of {"name", "home", "tag"}: one copy of `fix` per home.
 `hold` is the writer of every case it is given, at once: it opens them all (their

@@ -1,8 +1,8 @@
 """Issue 30: every file beside the log is a cache the log outranks, and the log always loads.
 
 A fault family over every file Trove keeps in a thread (the log, its lock, the
-archive, the archive's terms file, the replay snapshot, the drawn lines, the
-summary cache, and the draft, a `prompt/draft` line of the log), times each
+archive, the archive's terms file, the replay snapshot, the resume index, the drawn
+lines, the summary cache, and the draft, a `prompt/draft` line of the log), times each
 damage (deleted, cut to half, zero-filled, one seeded byte flipped, a huge
 length, a link to /dev/zero, a link to a FIFO, another thread's copy), each done
 while the thread is closed, and while a writer in another process has it open
@@ -51,7 +51,7 @@ from engine.compaction.prompt import SUMMARY_INSTRUCTIONS
 from tests import file_fault_child as child
 from tests.cli_support import REPO, _clean_env
 
-FILES = ("log", "lock", "archive", "terms", "snapshot", "drawn", "summary", "draft")
+FILES = ("log", "lock", "archive", "terms", "snapshot", "resume", "drawn", "summary", "draft")
 STATES = ("closed", "open")
 OPEN_LIMIT = 2.0
 PEAK_KIB = 200 * 1024

@@ -24,7 +24,7 @@ class Shell(Protocol):
 
     def choose_rewind(self) -> None: ...
 
-    def rewind_to(self, args: str) -> None: ...
+    async def rewind_to(self, args: str) -> None: ...
 
     async def toggle_inspector(self) -> None: ...
 
@@ -42,7 +42,7 @@ def app_actions(shell: Shell) -> list[Command]:
 
     async def _rewind(args: str) -> str:
         if args:
-            shell.rewind_to(args)  # a CommandError says why it cannot
+            await shell.rewind_to(args)  # a CommandError says why it cannot
             return "rewound"
         shell.choose_rewind()
         return "rewind"

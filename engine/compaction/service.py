@@ -90,6 +90,7 @@ class CompactService:
             raise busy(self._refusal(agent))
         self._manual_running = True
         try:
+            await agent.surface.loaded()
             span = await select_offloaded(agent.surface, self.config.keep_recent_tokens)
             if span is None:
                 return None
@@ -120,6 +121,7 @@ class CompactService:
         The bracket's owner is the open turn, if one is open, else none (`turn:
         null`): a turn that has ended owns nothing that starts after it.
         """
+        await agent.surface.loaded()
         span = range_span(agent.surface, first_seq, last_seq)
         if span is None:
             raise InvalidRangeError(f"no messages between seq {first_seq} and {last_seq}")

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any
 
-from engine.continuity.archive.extract import extract_records, hidden_seqs, surface_inputs
+from engine.continuity.archive.extract import extract_records, surface_inputs
 from engine.continuity.archive.records import Source
-from engine.continuity.archive.status import archive_failure, archive_reference
+from engine.continuity.archive.status import archive_failure, archive_reference, scan_history
 from engine.continuity.archive.store import ArchiveError, ArchiveStore, CaptureResult
 from engine.continuity.context import ContinuityContext
 from engine.continuity.recovery import archive_lost
@@ -33,11 +33,9 @@ def capture_hook(context: ContinuityContext) -> Capture:
         if store is None:
             return archive_failure(context.scope, "task continuity has no archive")
         try:
-            # The loop hands over the log's length; the worker reads that prefix.
-            events = context.events()
-            result = await run_drained(
-                prepare_and_store, store, batch_key, entries, events, len(events)
-            )
+            # The loop hands over the injections' seqs; the worker makes the records.
+            hidden = frozenset(context.hidden_seqs())
+            result = await run_drained(prepare_and_store, store, batch_key, entries, hidden)
         except (ArchiveError, OSError) as exc:
             return archive_failure(context.scope, str(exc))
         except Exception as exc:  # any other failure is still only an archive failure
@@ -52,8 +50,7 @@ def prepare_and_store(
     store: ArchiveStore,
     batch_key: int,
     entries: Sequence[Entry],
-    events: Sequence[LogEvent],
-    count: int,
+    hidden: Collection[int],
 ) -> CaptureResult:
     """Prepare the records and store them in one worker call, collection paused throughout.
 
@@ -61,15 +58,14 @@ def prepare_and_store(
     them and the collector never sees them: paused only for the preparation,
     the tens of thousands of objects it made would be collected, holding the
     GIL, by whichever thread allocated next, the loop included. `entries` is
-    the transaction's own list of the span; `events` the live log, of which
-    only the first `count` are read (the log only appends, so they stay put):
-    copying either on the loop would touch every object there.
+    the transaction's own list of the span (copying it on the loop would touch
+    every object there); `hidden` the seqs of injected context.
     """
     with paused_gc():
-        return store.capture(batch_key, prepare_records(entries, events[:count]))
+        return store.capture(batch_key, prepare_records(entries, hidden))
 
 
-def prepare_records(entries: Sequence[Entry], events: Sequence[LogEvent]) -> list[Source]:
+def prepare_records(entries: Sequence[Entry], hidden: Collection[int]) -> list[Source]:
     """The archive records for the replaced entries: blocking work for a worker thread.
 
     On a long thread the hashing and text extraction would freeze the UI loop
@@ -79,13 +75,20 @@ def prepare_records(entries: Sequence[Entry], events: Sequence[LogEvent]) -> lis
     would stall behind them just the same.
     """
     with paused_gc():
-        return extract_records(surface_inputs(entries, hidden_seqs(events)))
+        return extract_records(surface_inputs(entries, set(hidden)))
 
 
 def _archive_lost(
-    store: ArchiveStore, events: Sequence[LogEvent], count: int, scope: str, skip: int
+    store: ArchiveStore,
+    events: Sequence[LogEvent],
+    records: list[LogEvent],
+    count: int,
+    scope: str,
+    skip: int,
 ) -> list[tuple[int, dict[str, Any]]]:
-    return archive_lost(store, events[:count], scope, skip={skip})
+    if not set(scan_history(records, scope).lost) - {skip}:
+        return []  # nothing to read the line's events for
+    return archive_lost(store, events[:count], scope, skip={skip}, records=records)
 
 
 async def _retry_lost(context: ContinuityContext, store: ArchiveStore, *, skip: int) -> None:
@@ -98,8 +101,11 @@ async def _retry_lost(context: ContinuityContext, store: ArchiveStore, *, skip: 
     if context.append is None:
         return
     events = context.events()  # read in the worker up to this length: the log only appends
+    records = context.recorded()
     try:
-        done = await run_drained(_archive_lost, store, events, len(events), context.scope, skip)
+        done = await run_drained(
+            _archive_lost, store, events, records, len(events), context.scope, skip
+        )
     except Exception as exc:  # the failures stay on record as they are; say why once
         logging.getLogger("trove").warning("recapturing lost originals failed: %r", exc)
         return

@@ -1,10 +1,12 @@
 """The scope the continuity tools run in: one thread, at one position of its log.
 
-A `ContinuityContext` is what the tools need from a running thread: its log
-events (up to the current position), its active surface, the archive store
-(None when continuity is disabled) and who it belongs to. Each tool call
-takes a cheap `Snapshot` of it on the event loop, then does the archive work
-in a worker thread, so SQLite never blocks the loop.
+A `ContinuityContext` is what the tools need from a running thread: its log's
+records (the events the archive scan and the notebook read: engine.log.state),
+the injections, its active surface, the archive store (None when continuity is
+disabled) and who it belongs to. Each tool call takes a cheap `Snapshot` of it on
+the event loop, then does the archive work in a worker thread, so SQLite never
+blocks the loop. The line's whole events are read only to archive again what a
+crash left unarchived, in a worker.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ class Snapshot:
     """A position's inputs, taken on the event loop and used from a worker thread."""
 
     events: list[LogEvent]
+    """The log's records up to the position: every event `scan_history` and
+    `notebook_at` read (engine.log.state), not every event."""
     active: list[OfferedMessage]
     scope: str
     store: ArchiveStore | None
@@ -41,9 +45,12 @@ class Snapshot:
 class ContinuityContext:
     """What the tools need from one open thread.
 
-    `events()` returns the log events up to the current position, `entries()`
-    the active surface entries (`Surface.entries`), `append(event)`
-    writes a log event (for notes; None makes task_note refuse).
+    `events()` returns the log events up to the current position (a long log's older
+    ones are read from its file: only for work in a worker), `records()` the ones the
+    archive scan and the notebook read (all of them will do), `hidden()` the seqs of
+    injected context so far (None: found in `events()`), `entries()` the active
+    surface entries (`Surface.entries`), `append(event)` writes a log event (for
+    notes; None makes task_note refuse).
     """
 
     user_id: str
@@ -53,6 +60,8 @@ class ContinuityContext:
     store: ArchiveStore | None
     append: Callable[[Event], LogEvent] | None = None
     index: ActiveIndex = field(default_factory=ActiveIndex)
+    records: Callable[[], Sequence[LogEvent]] | None = None
+    hidden: Callable[[], Sequence[int]] | None = None
     _hidden: set[int] = field(default_factory=set, repr=False)
     _hidden_upto: int = field(default=0, repr=False)
 
@@ -79,6 +88,8 @@ class ContinuityContext:
             entries=lambda: surface.entries,
             store=store,
             append=log.append,
+            records=lambda: log.state.records,
+            hidden=lambda: log.state.hidden,
         )
         log.on_rewind.append(context.forget)
         return context
@@ -87,16 +98,26 @@ class ContinuityContext:
         """The line changed under the caches (a rewind): fold it in again from its start."""
         self._hidden, self._hidden_upto = set(), 0
 
-    def _hidden_seqs(self, events: Sequence[LogEvent]) -> set[int]:
+    def recorded(self) -> list[LogEvent]:
+        """The records up to the current position, as a list of their own."""
+        return list(self.records() if self.records is not None else self.events())
+
+    def hidden_seqs(self) -> set[int]:
+        """The seqs of injected context up to the current position (the set is kept and
+        grown: the caller must not change it)."""
         # The log only grows, so injections are folded in incrementally; a
         # shorter list (an older position) starts over.
-        if len(events) < self._hidden_upto:
+        if self.hidden is not None:
+            seqs: Sequence[Any] = self.hidden()
+            fold: Callable[[Sequence[Any]], set[int]] = set
+        else:
+            seqs, fold = self.events(), hidden_seqs
+        if len(seqs) < self._hidden_upto:
             self._hidden, self._hidden_upto = set(), 0
-        self._hidden |= hidden_seqs(events[self._hidden_upto :])
-        self._hidden_upto = len(events)
+        self._hidden |= fold(seqs[self._hidden_upto :])
+        self._hidden_upto = len(seqs)
         return self._hidden
 
     def snapshot(self) -> Snapshot:
-        events = list(self.events())
-        active = surface_inputs(self.entries(), self._hidden_seqs(events))
-        return Snapshot(events, active, self.scope, self.store, self.index)
+        active = surface_inputs(self.entries(), self.hidden_seqs())
+        return Snapshot(self.recorded(), active, self.scope, self.store, self.index)

@@ -40,14 +40,21 @@ def originals(events: Sequence[LogEvent], start: int) -> tuple[list[Entry], int]
 
 
 def archive_lost(
-    store: ArchiveStore, events: Sequence[LogEvent], scope: str, *, skip: Collection[int] = ()
+    store: ArchiveStore,
+    events: Sequence[LogEvent],
+    scope: str,
+    *,
+    skip: Collection[int] = (),
+    records: Sequence[LogEvent] | None = None,
 ) -> list[tuple[int, dict[str, Any]]]:
     """Capture every compaction whose originals are in no batch; blocking.
 
     Returns (start seq, `archive` field) for each: a reference, or the failure.
+    `records` (engine.log.state) say which are lost without reading `events`, which
+    are read only when one is (a long log's older events come from its file).
     """
     done: list[tuple[int, dict[str, Any]]] = []
-    for start in scan_history(events, scope).lost:
+    for start in scan_history(records if records is not None else events, scope).lost:
         if start in skip:
             continue
         found = originals(events, start)
@@ -55,8 +62,8 @@ def archive_lost(
             continue
         entries, index = found
         try:
-            records = extract_records(surface_inputs(entries, hidden_seqs(events[:index])))
-            archive = archive_reference(store.capture(start, records), scope)
+            sources = extract_records(surface_inputs(entries, hidden_seqs(events[:index])))
+            archive = archive_reference(store.capture(start, sources), scope)
         except (ArchiveError, OSError) as exc:
             archive = archive_failure(scope, str(exc))
         done.append((start, archive))
@@ -73,7 +80,7 @@ def recapture(
     """
     scope = scope_binding(user_id, thread_id)
     written: list[dict[str, Any]] = []
-    for start, archive in archive_lost(store, log.events, scope):
+    for start, archive in archive_lost(store, log.events, scope, records=log.state.records):
         try:
             log.append(CompactArchived(start=start, archive=archive, recovered=True))
         except LogWriteError:

@@ -17,6 +17,7 @@ from engine.driver.turn_loop import DEFAULT_MAX_TOOL_ROUNDS, TurnLoop
 from engine.log import SessionLog
 from engine.model.tools import ToolBox
 from engine.surface import Surface
+from engine.surface.kept import for_log
 
 
 class Driver(Inbox, Admission, TurnLoop):
@@ -50,7 +51,7 @@ class Driver(Inbox, Admission, TurnLoop):
         self.context = context
         self.extension = extension
         self.max_tool_rounds = max_tool_rounds
-        self.surface = surface if surface is not None else Surface.from_events(log.events)
+        self.surface = surface if surface is not None else for_log(log)
         log.projections.insert(0, self.surface.apply)
         log.on_rewind.append(lambda: self.surface.rebuild(log.events))
         self.observers = list(observers)

@@ -15,7 +15,6 @@ from engine.events import (
     InboxQueued,
     InboxRemoved,
     InboxRestored,
-    SessionRewind,
     UserMessage,
 )
 
@@ -133,27 +132,11 @@ class Inbox(DriverState):
         It is not run automatically: the user sees it queued and decides. Once the
         next prompt is sent, each runs first, as its own turn (`Admission`).
         Synchronous in the driver's constructor, so no turn can start before
-        the queue is known; it reads the log's control events (every inbox
-        event and every user message taken from the inbox), not all events.
+        the queue is known; the log keeps what is still queued as it replays and
+        appends (`LineState.pending`, engine.log.state), so this reads no events.
         """
-        pending: dict[int, InboxItem] = {}
-        for event in self.log.control:
-            if isinstance(event, InboxQueued):
-                item_id = InboxItemId(event.seq)
-                pending[item_id] = InboxItem(item_id, event.text, False, "follow-up", True)
-            elif isinstance(event, InboxEdited) and event.item_id in pending:
-                pending[event.item_id].text = event.text
-            elif isinstance(event, InboxRemoved | UserMessage) and event.item_id is not None:
-                pending.pop(event.item_id, None)
-            elif isinstance(event, InboxRestored):
-                item_id = InboxItemId(event.item_id)
-                pending[item_id] = InboxItem(item_id, event.text, False, "follow-up", True)
-            elif isinstance(event, SessionRewind):
-                # Refused while anything waits; what was queued at the branch point
-                # was taken by a turn of the abandoned branch, and goes with it. An
-                # undone retry queues again what its branch had (engine.threads.retry).
-                pending.clear()
-                for again in event.queued:
-                    item_id = InboxItemId(again.item_id)
-                    pending[item_id] = InboxItem(item_id, again.text, False, "follow-up", True)
-        self._inbox = sorted(pending.values(), key=lambda item: item.id)
+        pending = self.log.state.pending
+        self._inbox = [
+            InboxItem(InboxItemId(item_id), pending[item_id], False, "follow-up", True)
+            for item_id in sorted(pending)
+        ]

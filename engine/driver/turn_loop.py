@@ -116,6 +116,7 @@ class TurnLoop(DriverState):
 
     async def _request(self, turn: int) -> Any:
         driver = cast("TurnAgent", self)  # a Driver: the hooks are given its agent side
+        await self.surface.loaded()  # a surface kept in the resume index: read off the loop
         if self.hooks is not None:
             await self.hooks.before_request(driver, turn)
 

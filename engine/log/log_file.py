@@ -64,6 +64,16 @@ def open_log(path: os.PathLike[str] | str, *, writable: bool = False) -> BinaryI
         raise
 
 
+def reopen_log(fh: BinaryIO) -> BinaryIO:
+    """The same open file again, for reading on its own (a reader that outlives `fh`)."""
+    fd = os.dup(fh.fileno())
+    try:
+        return open(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_to_hole(fh: BinaryIO, start: int) -> tuple[bytes, int]:
     """The file's bytes from `start` up to its first hole at or after `start` (its end
     where it has none, or where the file system cannot say), and the file's size."""
@@ -71,10 +81,15 @@ def read_to_hole(fh: BinaryIO, start: int) -> tuple[bytes, int]:
     size = os.fstat(fd).st_size
     end = size
     if start < size:
+        # The descriptor's offset is put back: `fh` buffers, and trusts it (a file read
+        # before this call would otherwise be read from the hole on).
+        position = os.lseek(fd, 0, os.SEEK_CUR)
         try:
             end = min(size, os.lseek(fd, start, os.SEEK_HOLE))
         except OSError:
             end = size
+        finally:
+            os.lseek(fd, position, os.SEEK_SET)
     fh.seek(start)
     return fh.read(max(0, end - start)), size
 

@@ -79,7 +79,7 @@ def _read_after_snapshot(path: Path) -> LoadResult | None:
     if kept.covered + len(data) < size:
         return None  # a hole: the careful read says where what loads ends
     before = len(kept.events)
-    lines, torn, cut = _lines(path, data, before)
+    lines, torn, cut = lines_of(path, data, before)
     parsed = decode_lines(lines, first_seq=before + 1)
     if parsed is None:
         return None
@@ -88,7 +88,7 @@ def _read_after_snapshot(path: Path) -> LoadResult | None:
     return LoadResult(events, torn, kept.covered + cut, before)
 
 
-def _lines(path: Path, data: bytes, before: int) -> tuple[Iterator[bytes], str | None, int]:
+def lines_of(path: Path, data: bytes, before: int) -> tuple[Iterator[bytes], str | None, int]:
     """The whole lines of `data` (the log after its first `before` lines), a report of a
     torn last line if there is one, and how many bytes the whole lines take."""
     cut = data.rfind(b"\n") + 1
@@ -118,12 +118,12 @@ def _read_events(path: Path) -> LoadResult:
             data, size = read_to_hole(fh, 0)
     except FileNotFoundError:
         data, size = b"", 0
-    lines, torn, cut = _lines(path, data, 0)
+    lines, torn, cut = lines_of(path, data, 0)
     parsed = decode_lines(lines)
     if parsed is not None and len(data) == size:
         return LoadResult(parsed, torn, cut)
     if parsed is None:
-        events, good, damage = _careful(path, data, cut)
+        events, good, damage = careful(path, data, cut)
         if damage is not None:
             return LoadResult(events, None, good, damage=damage)
     else:
@@ -139,15 +139,15 @@ def _read_events(path: Path) -> LoadResult:
     return LoadResult(events, torn, cut)
 
 
-def _careful(
-    path: Path, data: bytes, cut: int
+def careful(
+    path: Path, data: bytes, cut: int, before: int = 0
 ) -> tuple[list[LogEvent], int, LogCorruptError | None]:
-    """The whole lines of `data[:cut]` one at a time, up to the first bad one: their
-    events, the bytes those take, and the bad line's error (None: every line is good;
-    a kind this code does not know is kept)."""
+    """The whole lines of `data[:cut]` (the log after its first `before` lines) one at a
+    time, up to the first bad one: their events, the bytes those take, and the bad line's
+    error (None: every line is good; a kind this code does not know is kept)."""
     events: list[LogEvent] = []
     offset = 0
-    lineno = 0
+    lineno = before
     while offset < cut:
         end = data.index(b"\n", offset)
         lineno += 1

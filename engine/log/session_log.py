@@ -1,13 +1,15 @@
-"""The appending side of a thread's log: `SessionLog`, and `LogWriteError` when it cannot.
+"""A thread's log as its writer holds it: `SessionLog`, opened, appended, kept.
 
-An append stamps the payload (seq, time), writes one whole line or nothing,
-then runs the engine's projections and the front ends' listeners.
+An open loads the log (from its end when it can: engine.log.load) and repairs what
+a crash or damage left (engine.log.repair). An append stamps the payload (seq,
+time), writes one whole line or nothing (`LogWriteError` when it cannot: engine.log.
+failures), then runs the engine's projections and the front ends' listeners. A
+clean close keeps the resume index beside it (`keep_index`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import os
 from collections.abc import Callable
@@ -17,18 +19,27 @@ from typing import TypeVar, cast
 
 from msgspec.structs import replace
 
-from engine.errors import TroveError
-from engine.events import Event, LogEvent, SessionRewind, TurnStart, UnknownEvent
-from engine.log import control, snapshot
+from engine.events import Event, SessionRewind, UnknownEvent
+from engine.log import resume, snapshot
 from engine.log.brackets import TailState
-from engine.log.line import current_line
-from engine.log.line_codec import encode_line
-from engine.log.log_file import copy_range, open_log
-from engine.log.replay import read_events
+from engine.log.event_list import FileEvents, LineEvents, StoredEvents, line_runs
+from engine.log.failures import (
+    Listener,
+    ListenerErrorHandler,
+    LogWriteError,
+    report_listener_error,
+)
+from engine.log.file_check import FileCheck
+from engine.log.index import LogIndex
+from engine.log.line_codec import LogCorruptError, encode_line
+from engine.log.load import Loaded, load
+from engine.log.log_file import open_log
+from engine.log.repair import cut_torn, move_aside, quarantine
+from engine.log.resume import Attachment
+from engine.log.state import FileFacts, LineState
 from engine.util.collector import paused_gc
 from engine.util.private import open_private, private_dir
 
-Listener = Callable[[LogEvent], None]
 Clock = Callable[[], datetime]
 E = TypeVar("E", bound=Event | UnknownEvent)
 
@@ -41,130 +52,11 @@ def _format_ts(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-def _torn_copy(path: Path, seq: int) -> Path:
-    """A new file for torn bytes; an earlier crash's copy is never overwritten."""
-    keep = path.with_name(f"{path.name}.torn-{seq}")
-    attempt = 1
-    while keep.exists():
-        attempt += 1
-        keep = path.with_name(f"{path.name}.torn-{seq}.{attempt}")
-    return keep
-
-
 def _events(count: int) -> str:
     return f"{count} event" + ("" if count == 1 else "s")
 
 
-def _quarantine_file(path: Path, moment: datetime) -> tuple[Path, int]:
-    """A new file beside the log for bytes set aside (created here, opened for writing);
-    an earlier quarantine is never overwritten."""
-    stamp = moment.strftime("%Y%m%dT%H%M%SZ")
-    attempt = 1
-    while True:
-        suffix = "" if attempt == 1 else f".{attempt}"
-        keep = path.with_name(f"{path.name}.quarantine-{stamp}{suffix}")
-        try:
-            return keep, open_private(keep, os.O_WRONLY | os.O_EXCL)
-        except FileExistsError:
-            attempt += 1
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make a new name in `directory` durable (best effort: not every file system can)."""
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def quarantine(path: Path, keep_from: int, moment: datetime) -> tuple[Path, int]:
-    """Move every byte of the log from `keep_from` on into a new quarantine file beside
-    it, then cut the log there; returns the file and how many bytes it holds.
-
-    Only the writer (it holds the thread's lock) may. The copy is on disk (fsync, and
-    its name) before the log is cut, so a crash between the two leaves the bytes in
-    both places, never in neither; a replay snapshot covering more than what stays is
-    removed before the cut (`snapshot.discard_beyond`). The bytes are copied a chunk at
-    a time and a hole stays a hole (a log extended by gigabytes of zeros costs no disk
-    to set aside).
-    """
-    with open_log(path, writable=True) as log:
-        size = os.fstat(log.fileno()).st_size
-        keep, fd = _quarantine_file(path, moment)
-        try:
-            copy_range(log.fileno(), fd, keep_from, size)
-            os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            keep.unlink(missing_ok=True)  # the log is untouched: nothing was set aside
-            raise
-        os.close(fd)
-        _fsync_directory(path.parent)
-        snapshot.discard_beyond(path, keep_from)
-        log.truncate(keep_from)
-        log.flush()
-        os.fsync(log.fileno())
-    return keep, size - keep_from
-
-
-def _free_name(path: Path, moment: datetime) -> Path:
-    """A quarantine name beside the log that nothing has yet."""
-    stamp = moment.strftime("%Y%m%dT%H%M%SZ")
-    attempt = 1
-    while True:
-        suffix = "" if attempt == 1 else f".{attempt}"
-        keep = path.with_name(f"{path.name}.quarantine-{stamp}{suffix}")
-        if not os.path.lexists(keep):
-            return keep
-        attempt += 1
-
-
-def move_aside(path: Path, moment: datetime) -> Path:
-    """Give whatever lies under the log's name (a FIFO, a link to a device, a file that
-    is not this log) a quarantine name, as it is: nothing of it is read or removed."""
-    keep = _free_name(path, moment)
-    os.rename(path, keep)
-    _fsync_directory(path.parent)
-    return keep
-
-
-class LogWriteError(OSError, TroveError):
-    """An append that did not happen: the file is byte for byte as before it.
-
-    An OSError (ENOSPC, EDQUOT, EFBIG, EIO, EROFS …) with the log's path, so
-    callers that already treat disk failures as OSError keep working. A log
-    opened read-only raises it too, with the reason as the whole message.
-    """
-
-    def __init__(self, path: Path, cause: OSError | str, *, read_only: bool = False) -> None:
-        reason = cause if isinstance(cause, str) else (cause.strerror or str(cause))
-        code = errno.EROFS if read_only else (getattr(cause, "errno", 0) or 0)
-        self.path = path
-        self.reason = reason
-        self.message = reason if read_only else f"{path}: could not write to the log: {reason}"
-        super().__init__(code, self.message)
-
-    def __str__(self) -> str:
-        return self.message
-
-
-ListenerErrorHandler = Callable[[Listener, LogEvent, Exception], None]
-
-
-def _report_listener_error(listener: Listener, event: LogEvent, exc: Exception) -> None:
-    """A front end's callback failed; the engine goes on and says so once, on the logger."""
-    logging.getLogger("trove").warning(
-        "a log listener (%s) failed on %s: %s: %s",
-        getattr(listener, "__qualname__", listener),
-        event.kind,
-        type(exc).__name__,
-        exc,
-    )
-
-
-class SessionLog:
+class SessionLog(FileCheck):
     """One thread's log: replayed on open, appended one line per event.
 
     Each append reaches the OS before it returns (so a killed process keeps
@@ -185,21 +77,30 @@ class SessionLog:
     def __init__(self, path: Path, *, clock: Clock = _utcnow) -> None:
         self.path = path
         self.clock = clock
-        self.events: list[LogEvent] = []
-        """The thread's line (`engine.log.line`): every event, unless a rewind left a branch."""
-        self.file_events: list[LogEvent] = self.events
-        """Every event of the file, in seq order (the same list while there is one line)."""
+        self.file_events: FileEvents = FileEvents()
+        """Every event of the file, in seq order (engine.log.event_list): the newest held
+        in memory, older ones read from the file when asked for."""
+        self.events: FileEvents | LineEvents = self.file_events
+        """The thread's line (`engine.log.line`): every event, unless a rewind left a branch
+        (the same sequence while there is one line)."""
         self.on_rewind: list[Callable[[], None]] = []
         """Run when an appended `session/rewind` has switched `events` to the new line,
         before projections and listeners see it: what holds state derived from the old
         line rebuilds it from `events` (the surface, the continuity caches)."""
-        self.tail = TailState()
+        self.state = LineState()
+        """The line's folds (engine.log.state): its brackets (`tail`), the inbox items still
+        queued, the draft, the archive and note records, the injections."""
+        self.facts = FileFacts()
+        self.index = LogIndex()
+        """Where the file's lines start, and its blocks' digests (engine.log.index)."""
+        self.kept: Attachment | None = None
+        """What the resume index this log opened from keeps for the layer above (the
+        surface), standing for its first `kept_events` events; None: it opened without
+        one, or the line has changed since (a rewind)."""
+        self.kept_events = 0
         self.listeners: list[Listener] = []
         self.projections: list[Listener] = []
-        self.control: list[LogEvent] = []
-        """The events that are not plain conversation, in order (`engine.log.control`):
-        what the inbox restore and the history scan read instead of every event."""
-        self.on_listener_error: ListenerErrorHandler = _report_listener_error
+        self.on_listener_error: ListenerErrorHandler = report_listener_error
         self.torn_report: str | None = None
         self.damage_report: str | None = None
         """The line that ended the log's consistent prefix and what became of the rest
@@ -227,6 +128,16 @@ class SessionLog:
         """Run once a pending log's file exists, before the append that made it: they
         may append (what waited for the thread to exist goes in ahead of it)."""
 
+    @property
+    def tail(self) -> TailState:
+        """The open brackets at the line's end (the same object for the log's life)."""
+        return self.state.tail
+
+    @property
+    def has_history(self) -> bool:
+        """Anything the user typed in the file: a prompt, sent or queued, or a draft."""
+        return self.facts.typed
+
     @classmethod
     def pending(
         cls, path: Path, create: Callable[[], None], *, clock: Clock = _utcnow
@@ -241,6 +152,11 @@ class SessionLog:
         return log
 
     @property
+    def writable(self) -> bool:
+        """Open for appends, and taking them (not read-only, closed or broken)."""
+        return self._fd is not None and self.read_only is None and self._broken is None
+
+    @property
     def exists(self) -> bool:
         """False until a pending log's first append made its file."""
         return self._create is None
@@ -249,7 +165,8 @@ class SessionLog:
     def open(
         cls, path: Path, *, clock: Clock = _utcnow, read_only: str | None = None
     ) -> SessionLog:
-        """Replay the file and keep it open for appends.
+        """Load the file (from its end, when a resume index stands for its first bytes:
+        engine.log.load) and keep it open for appends.
 
         A torn tail is cut off the file so the next append starts on a clean
         line; its bytes are kept beside the log, never silently dropped.
@@ -261,7 +178,7 @@ class SessionLog:
         LogWriteError with that reason.
         """
         log = cls(path, clock=clock)
-        loaded = read_events(path)
+        loaded = load(path)
         count = len(loaded.events)
         if read_only is None:
             private_dir(path.parent)
@@ -280,16 +197,7 @@ class SessionLog:
                     f"line and the rest of the log ({size} bytes) to {keep.name}"
                 )
             elif loaded.torn is not None:
-                keep = _torn_copy(path, len(loaded.events) + 1)
-                with open_log(path, writable=True) as fh:
-                    fd = open_private(keep, os.O_WRONLY | os.O_EXCL)
-                    try:
-                        copy_range(
-                            fh.fileno(), fd, loaded.good_bytes, os.fstat(fh.fileno()).st_size
-                        )
-                    finally:
-                        os.close(fd)
-                    fh.truncate(loaded.good_bytes)
+                keep = cut_torn(path, loaded.good_bytes, count + 1)
                 log.torn_report = loaded.torn + f" (kept in {keep.name})"
                 log.set_aside = keep
         else:
@@ -299,37 +207,78 @@ class SessionLog:
                     f"{loaded.damage}; showing the {_events(count)} before it "
                     "(the log is repaired when its writer opens it, or by trove doctor)"
                 )
-        log.events = log.file_events = loaded.events
-        log.snapshot_events = loaded.from_snapshot
-        with paused_gc():
-            log.control = control.replay(log.events, log.tail)
-            if any(type(event) is SessionRewind for event in log.control):
-                log._follow_line()
+        log._adopt(loaded)
         if read_only is None:
             log._fd = open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
             log._size = os.fstat(log._fd).st_size
             log._note()
         return log
 
+    def _adopt(self, loaded: Loaded) -> None:
+        """Take what the load found: the events, the index, and the line's state (replayed
+        here from the events when the log was read whole)."""
+        self.file_events = self.events = loaded.events
+        self.index = loaded.index
+        self.snapshot_events = loaded.from_snapshot
+        if loaded.state is None or loaded.facts is None:
+            with paused_gc():
+                self.state.replay(self.file_events.held(), self.facts)
+            if self.facts.rewinds:
+                self._follow_line()
+            return
+        self.state, self.facts = loaded.state, loaded.facts
+        self.kept, self.kept_events = loaded.attachment, loaded.kept
+        if loaded.events.stored is not None:
+            loaded.events.stored.on_damage = self._damaged
+        if self.facts.rewinds:
+            self._follow_line(replay=loaded.rewound)
+
     @property
     def next_seq(self) -> int:
         return len(self.file_events) + 1
 
-    def _follow_line(self) -> None:
-        """Make `events`, `control` and `tail` the current line's (after a rewind).
+    def _follow_line(self, *, replay: bool = True) -> None:
+        """Make `events` the current line's (after a rewind), and with `replay` its state
+        too (the line's events are read again: older ones from the file).
 
         Turn numbers stay unique in the file: the next turn is numbered past every
         turn of every branch, so a turn number names one turn whatever the line.
         """
-        everything = self.file_events
-        self.events = current_line(everything)
-        fresh = TailState()  # kept in place: a reader may hold `tail`
-        self.control = control.replay(self.events, fresh)
-        top = max((e.turn for e in everything if type(e) is TurnStart), default=0)
-        fresh.last_turn = max(fresh.last_turn, top)
-        fresh.system = self.tail.system  # the file's newest, whatever the line
-        for name in fresh.__struct_fields__:
-            setattr(self.tail, name, getattr(fresh, name))
+        runs = line_runs(len(self.file_events), self.facts.rewinds)
+        if len(runs) == 1 and runs[0][0] == 1:
+            self.events = self.file_events
+        else:
+            self.events = LineEvents(self.file_events, runs)
+        if not replay:
+            return
+        self._forget_kept()
+        fresh = LineState()
+        with paused_gc():
+            fresh.replay(self.events)
+        fresh.tail.last_turn = max(fresh.tail.last_turn, self.facts.top_turn)
+        tail = self.state.tail  # kept in place: a reader may hold it
+        fresh.tail.system = tail.system  # the file's newest, whatever the line
+        for name in tail.__struct_fields__:
+            setattr(tail, name, getattr(fresh.tail, name))
+        fresh.tail = tail
+        self.state = fresh
+
+    def _damaged(self, error: LogCorruptError) -> None:
+        """An older event read on demand is unreadable: the log was damaged after its resume
+        index was made. The index goes, so the next open reads the log whole and repairs
+        it (the damaged line and what follows are set aside); said once, on the logger."""
+        if self.damage_report is None:
+            self.damage_report = (
+                f"{error}; the log is read whole and repaired the next time the thread opens"
+            )
+            logging.getLogger("trove").warning("%s", self.damage_report)
+        resume.discard(self.path)
+
+    def _forget_kept(self) -> None:
+        """The resume index's attachment no longer stands for the line (a rewind)."""
+        kept, self.kept = self.kept, None
+        if kept is not None:
+            kept.close()
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Follow every appended event; the returned callable stops it (idempotent)."""
@@ -360,13 +309,14 @@ class SessionLog:
         stamped = replace(payload, seq=self.next_seq, ts=_format_ts(self.clock()))
         line, written = encode_line(stamped)
         event = cast(E, written)
+        at = self._size
         self._write(line)
-        self.events.append(event)
-        if self.file_events is not self.events:
-            self.file_events.append(event)
-        self.tail.apply(event)
-        if control.is_control(event):
-            self.control.append(event)
+        self.index.add(line, at)
+        self.file_events.append(event)
+        if self.events is not self.file_events:
+            self.events.append(event)
+        self.facts.apply(event)
+        self.state.apply(event)
         if type(event) is SessionRewind:
             self._follow_line()
             for hook in list(self.on_rewind):
@@ -415,108 +365,6 @@ class SessionLog:
         self._size += written
         self._note()
 
-    def _note(self) -> None:
-        """Remember the file as this writer leaves it (after its open, and each write)."""
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                self._ctime = os.fstat(self._fd).st_ctime_ns
-
-    def check_file(self) -> bool:
-        """Whether the log's name still holds the file this writer writes, as it left it.
-
-        Run before each append, before the snapshot is written and at close: a
-        cleanup script, a sync tool or a person may have deleted the file, put
-        another in its place (another thread's copy, a link to a FIFO), or cut,
-        extended or written into it, all while this writer held the thread, and
-        what it appended after that would be lost with the file, or follow a
-        torn line and be set aside at the next open. So when the file is not
-        as this writer left it (its name, inode, size, and ctime, which only a
-        write, a cut or a chmod moves: a change of ctime alone is checked by
-        reading the file back), the log is written out again from the events
-        this process holds, and whatever was under the name is kept beside it
-        under a quarantine name (`write_again`). False when it was; a failure
-        to (the thread's directory removed: the thread was deleted) is said
-        once on the "trove" logger, and the writer goes on as before.
-        """
-        if self._fd is None or not self._watching or self.read_only is not None:
-            return True
-        try:
-            held = os.fstat(self._fd)
-            try:
-                named: os.stat_result | None = os.stat(self.path)
-            except (FileNotFoundError, NotADirectoryError):
-                named = None
-            ours = named is not None and (named.st_dev, named.st_ino) == (
-                held.st_dev,
-                held.st_ino,
-            )
-            if (
-                ours
-                and held.st_size == self._size
-                and (held.st_ctime_ns == self._ctime or self._reads_as_written())
-            ):
-                self._ctime = held.st_ctime_ns
-                return True
-            what = "deleted" if named is None else "changed" if ours else "replaced"
-            self.write_again(what)
-        except OSError as exc:
-            self._watching = False
-            logging.getLogger("trove").warning(
-                "%s: the log is no longer the file Trove writes, and could not be written "
-                "out again (%s)",
-                self.path,
-                exc.strerror or exc,
-            )
-            return True
-        return False
-
-    def _reads_as_written(self) -> bool:
-        """The file loads whole to exactly the events this writer holds (its ctime moved,
-        e.g. a chmod or a touch, but nothing else changed)."""
-        loaded = read_events(self.path)
-        return loaded.damage is None and loaded.torn is None and loaded.events == self.file_events
-
-    def write_again(self, what: str) -> None:
-        """Write the log out again from the events this process holds, under its name, and
-        append to that file from now on. Whatever was under the name is kept beside it
-        under a quarantine name (never removed); the new file is complete on disk (fsync)
-        before it takes the name, atomically. `what` says what happened to the old one."""
-        assert self._fd is not None
-        directory = self.path.parent
-        temporary = directory / f".{self.path.name}.again"
-        with contextlib.suppress(FileNotFoundError):
-            temporary.unlink()
-        fd = open_private(temporary, os.O_WRONLY | os.O_APPEND | os.O_EXCL | os.O_CLOEXEC)
-        try:
-            size = 0
-            with os.fdopen(os.dup(fd), "wb") as out:
-                for event in self.file_events:
-                    size += out.write(encode_line(event)[0])
-            os.fsync(fd)
-            kept: Path | None = None
-            if os.path.lexists(self.path):
-                kept = _free_name(self.path, self.clock())
-                try:
-                    os.link(self.path, kept, follow_symlinks=False)
-                except OSError:
-                    os.rename(self.path, kept)  # no hard links here: the name is free a moment
-            os.replace(temporary, self.path)
-        except BaseException:
-            os.close(fd)
-            temporary.unlink(missing_ok=True)
-            raise
-        _fsync_directory(directory)
-        old, self._fd, self._size = self._fd, fd, size
-        os.close(old)
-        self._note()
-        report = (
-            f"{self.path}: the log was {what} by another program while Trove was writing "
-            f"it; wrote its {_events(len(self.file_events))} out again"
-            + (f" (what was under its name is kept in {kept.name})" if kept else "")
-        )
-        self.rewritten.append(report)
-        logging.getLogger("trove").warning("%s", report)
-
     def _raw_write(self, fd: int, data: bytes) -> int:
         """The one system call appends go through (fault-injection tests replace it)."""
         return os.write(fd, data)
@@ -529,11 +377,15 @@ class SessionLog:
     def keep_snapshot(self) -> bool:
         """Write the replay snapshot (engine.log.snapshot) if the log is long and the one
         beside it is well behind; only the writer does, with nothing being appended (as
-        it closes). Blocking (it reads and writes the whole log's worth): off the loop."""
+        it closes), and only with every event held (a log opened whole: one opened from
+        its resume index needs none). Blocking (it writes the whole log's worth): off the
+        loop."""
         if self.read_only is not None or self._fd is None or self._broken is not None:
             return False
+        if self.file_events.held_from != 0:
+            return False
         self.check_file()
-        events = self.file_events
+        events = self.file_events.held()
         if not snapshot.worth_writing(events, self.snapshot_events):
             return False
         if not snapshot.write(self.path, events, self._size):
@@ -541,9 +393,53 @@ class SessionLog:
         self.snapshot_events = len(events)
         return True
 
+    def keep_index(self, head: bytes = b"", attached: list[bytes] | None = None) -> bool:
+        """Write the resume index (engine.log.resume): the index and the line's state at the
+        log's end, with what the layer above keeps in it (`head`, read at every open, and
+        `attached`, read when it asks: the surface). Only the writer does, with nothing
+        being appended (as it closes). Blocking: the part of the file not yet indexed (a
+        log opened whole: all of it) is read once. False when nothing was written."""
+        if not self.writable:
+            return False
+        self.check_file()
+        try:
+            with open_log(self.path) as fh:
+                if os.fstat(fh.fileno()).st_size != self._size:
+                    return False
+                self.index.catch_up(fh, self._size)
+        except OSError:
+            return False
+        if self.index.count != len(self.file_events) or self.index.size != self._size:
+            return False
+        return resume.write(self.path, self.index, self.facts, self.state, head, attached)
+
+    def refresh_index(self, head: bytes, attached: list[bytes]) -> bool:
+        """`keep_index` while the log is open, for an open that read many lines after its
+        index (a crash after a long session): the next open starts from here even if this
+        session ends in a crash too. What the layer above kept is then the new index's
+        (`kept`, `kept_events`). Only with nothing being appended (as the thread opens)."""
+        if not self.keep_index(head, attached):
+            return False
+        try:
+            with open_log(self.path) as fh:
+                kept = resume.load(self.path, fh)
+        except OSError:
+            kept = None
+        self._forget_kept()
+        if kept is not None and kept.index.count == len(self.file_events):
+            self.kept, self.kept_events = kept.attachment, kept.index.count
+        elif kept is not None:
+            kept.attachment.close()
+        return True
+
+    def stored(self) -> StoredEvents | None:
+        """The reader of the older events (None: every event is held)."""
+        return self.file_events.stored
+
     def close(self) -> None:
         if self._fd is not None:
             if self._broken is None:
                 self.check_file()
             fd, self._fd = self._fd, None
             os.close(fd)
+        self._forget_kept()

@@ -29,6 +29,7 @@ from engine.runtime.continuity import ThreadContinuity
 from engine.runtime.relay import DriverRelay, engine_state
 from engine.runtime.system_prompt import SYSTEM_PROMPT, SystemPrompt
 from engine.surface import Surface
+from engine.surface.kept import for_log, kept_parts
 from engine.threads.lock import ThreadLockedError
 from engine.threads.thread import Thread
 from engine.util.offload import run_drained
@@ -73,21 +74,36 @@ def open_thread(
         return Thread.view(home, config.user_id, thread_id, f"read-only view: {exc}")
     if config.task_continuity.enabled:
         _recover_archive(config, thread)
+    _refresh_index(thread)
     return thread
+
+
+REFRESH_AFTER = 10_000
+"""Events read after the resume index at an open that make it worth writing again then."""
+
+
+def _refresh_index(thread: Thread) -> None:
+    """An open that read many lines after its resume index (a crash after a long session)
+    writes it again at once, so a crash of this session too does not make the next open
+    read them again."""
+    log = thread.log
+    if log.kept is None or len(log.file_events) - log.kept_events < REFRESH_AFTER:
+        return
+    log.refresh_index(*kept_parts(for_log(log), len(log.file_events)))
 
 
 def _recover_archive(config: Config, thread: Thread) -> None:
     """A crash may have cut a compaction between its checkpoint and its archive write,
     or a capture may have failed: the originals are still in the log."""
-    if not any(map(_archive_reference, thread.log.control)):
+    records = thread.log.state.records  # every event the scan reads (engine.log.state)
+    if not any(map(_archive_reference, records)):
         return  # never compacted: nothing to recover, and no continuity import to pay
     from engine.continuity import ArchiveStore, archive_path
     from engine.continuity.archive.status import scan_history, scope_binding
     from engine.continuity.recovery import recapture
 
     scope = scope_binding(thread.user_id, thread.id)
-    # The control events hold every event the scan reads (engine.log.control).
-    if not scan_history(thread.log.control, scope).lost:
+    if not scan_history(records, scope).lost:
         return
     with ArchiveStore(archive_path(thread.dir), config.task_continuity, scope=scope) as store:
         recapture(thread.log, store, user_id=thread.user_id, thread_id=thread.id)
@@ -110,8 +126,9 @@ def interrupted_compaction_notice(log: SessionLog, *, continuity: bool) -> str |
     conversation is compacted, and the notice says where the originals are: archived
     before the end, archived again when this open recaptured them from the log
     (`_recover_archive`), or not archived (history `unavailable`), or, with task
-    continuity off, never meant to be. Reads the log's control events only (every
-    checkpoint, end and archive record is one), and only when there is such a compaction.
+    continuity off, never meant to be. Reads the log's records only (every checkpoint,
+    end and archive record is one: engine.log.state), and only when there is such a
+    compaction.
     """
     cut = log.tail.quit_compact
     if cut is None:
@@ -120,7 +137,7 @@ def interrupted_compaction_notice(log: SessionLog, *, continuity: bool) -> str |
     replaced: int | None = None
     archive: Any = None
     recovered = False
-    for event in log.control:
+    for event in log.state.records:
         if isinstance(event, UserMessage):
             mark = event.checkpoint
             if start is not None and mark is not None and mark.start == start:
@@ -270,7 +287,7 @@ class Runtime(Struct):
         part of a launch) is built by `complete()`, or by the first request or
         capture that needs it: a front end's first frame needs none of it.
 
-        `surface`, if given, is `Surface.from_events(thread.log.events)` built
+        `surface`, if given, is `engine.surface.kept.for_log(thread.log)` built
         off the loop by whoever opened the thread, with nothing appended since.
         """
         if model is None:
@@ -284,7 +301,7 @@ class Runtime(Struct):
         # its own chat template supplies when the request carries none.
         local = backend is not None and backend.kind == "local"
         if surface is None:
-            surface = Surface.from_events(thread.log.events)
+            surface = for_log(thread.log)
         port = Port()
         relay = DriverRelay(port, lambda: engine_state(driver, thread.log))
         client = model if isinstance(model, ModelClient) else model(relay)
@@ -363,13 +380,24 @@ class Runtime(Struct):
         except OSError as exc:
             self.notices.append(f"could not fsync {self.thread.log.path}: {exc}")
         try:
-            # A long thread's next open decodes its events from a snapshot (engine.log.snapshot).
+            # The next open starts from the log's end (engine.log.resume), the surface
+            # with it; a log read whole this time also keeps a replay snapshot
+            # (engine.log.snapshot), for an open without the index.
             if not self.deleting:
-                await run_drained(self.thread.log.keep_snapshot)
+                await run_drained(self._keep)
         finally:
             self.thread.close()
         if self.deleting:
             await self._delete_closed()
+
+    def _keep(self) -> None:
+        """What the next open reads instead of the log's lines (blocking)."""
+        log = self.thread.log
+        if not log.writable:
+            return
+        head, attached = kept_parts(self.driver.surface, len(log.file_events))
+        log.keep_index(head, attached)
+        log.keep_snapshot()
 
     async def _delete_closed(self) -> None:
         from engine.workspace.removal import remove_thread

@@ -63,10 +63,12 @@ def register_builtins(runtime: Host, front: FrontEnd | None) -> None:
     )
     async def _export(args: str) -> str:
         log = runtime.thread.log
-        events = list(log.events)  # a copy taken on the loop
+        events = log.events
+        count = len(events)  # taken on the loop; the worker reads that many (older: from the file)
+        system = log.tail.system
         try:
             paths = await asyncio.to_thread(
-                export_thread, home, runtime.thread.id, events, args, log.tail.system
+                lambda: export_thread(home, runtime.thread.id, list(events[:count]), args, system)
             )
         except ExportError as exc:
             raise CommandError(str(exc)) from exc
@@ -162,9 +164,12 @@ def _register_rewind(runtime: Host, front: FrontEnd | None) -> None:
         usage="[N]",
     )
     async def _rewind(args: str) -> str:
+        log = runtime.thread.log
+        # Every prompt of the thread: its older events are read in a worker.
+        listed = await asyncio.to_thread(points, log, len(log.file_events))
         if not args:
-            return rewind_listing(points(runtime.thread.log))
-        point = rewind_numbered(runtime, args)
+            return rewind_listing(listed)
+        point = rewind_numbered(runtime, args, listed)
         prefill = getattr(front, "prefill", None)
         said = f"Rewound to just before prompt {point.number} ({point.day} {point.time})."
         if callable(prefill) and prefill(point.text):
@@ -172,13 +177,16 @@ def _register_rewind(runtime: Host, front: FrontEnd | None) -> None:
         return said + " Its text, to send again or edit:\n" + safe_text(point.text)
 
 
-def rewind_numbered(runtime: Host, args: str) -> RewindPoint:
-    """`/rewind N` done: the point gone back to, or a CommandError saying why not."""
+def rewind_numbered(
+    runtime: Host, args: str, listed: list[RewindPoint] | None = None
+) -> RewindPoint:
+    """`/rewind N` done (N among `listed`, or the points listed now): the point gone back
+    to, or a CommandError saying why not."""
     if not args.isdigit():
         raise CommandError("/rewind N: N is a prompt's number from /rewind")
     log = runtime.thread.log
     try:
-        point = choose(log, int(args))
+        point = choose(log, int(args), listed)
         rewind(runtime.driver, log, point)
     except RewindRefused as exc:
         raise CommandError(str(exc)) from exc

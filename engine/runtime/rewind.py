@@ -14,14 +14,17 @@ they come right before it.
 
 from __future__ import annotations
 
+import itertools
+from collections import deque
 from collections.abc import Sequence
+from typing import cast
 
 from msgspec import Struct
 
 from engine.driver import Driver, InboxItemId
 from engine.errors import TroveError
 from engine.events import InboxQueued, LogEvent, SessionRewind, TurnStart, UserMessage
-from engine.log import SessionLog
+from engine.log import LineEvents, SessionLog
 from engine.log.line import parent_seq
 
 
@@ -53,33 +56,62 @@ class RewindPoint(Struct, frozen=True):
         return self.ts[:10]
 
 
-def points(log: SessionLog) -> list[RewindPoint]:
-    """Every prompt of the thread, on any branch, newest first."""
+def points(log: SessionLog, count: int | None = None) -> list[RewindPoint]:
+    """Every prompt of the thread's first `count` events (all: None), on any branch,
+    newest first.
+
+    Blocking: it reads every event once, and a long thread's older events come from
+    its file (engine.log.event_list), so a front end lists them in a worker, with the
+    count taken on its loop.
+    """
     everything = log.file_events
-    on_line = {event.seq for event in log.events}
+    count = len(everything) if count is None else count
+    line = log.events
     texts: dict[int, str] = {}
-    for event in everything:
-        if type(event) is UserMessage and event.item_id is not None:
-            texts[event.item_id] = event.text
+    turns: list[tuple[TurnStart, int]] = []
+    recent: deque[LogEvent] = deque(maxlen=_RECENT)
+    for event in itertools.islice(everything, count):
+        kind = type(event)
+        if kind is UserMessage and event.item_id is not None:  # type: ignore[union-attr]
+            texts[event.item_id] = event.text  # type: ignore[union-attr]
+        elif kind is TurnStart and event.items:  # type: ignore[union-attr]
+            turn = cast(TurnStart, event)
+            turns.append((turn, _branch_point(everything, recent, turn)))
+        recent.append(event)
     found: list[tuple[TurnStart, str, int]] = []
-    for event in everything:
-        if type(event) is TurnStart and event.items:
-            text = "\n\n".join(texts.get(item, "") for item in event.items).strip()
-            if text:
-                found.append((event, text, _branch_point(everything, event)))
+    for turn, after in turns:
+        text = "\n\n".join(texts.get(item, "") for item in turn.items).strip()
+        if text:
+            found.append((turn, text, after))
     found.reverse()
     return [
-        RewindPoint(number, turn.seq, after, text, turn.ts, turn.seq in on_line)
+        RewindPoint(number, turn.seq, after, text, turn.ts, _on(line, turn.seq))
         for number, (turn, text, after) in enumerate(found, 1)
     ]
 
 
-def _branch_point(events: Sequence[LogEvent], turn: TurnStart) -> int:
-    """The seq before `turn` on its line, stepped back over its own queued prompts."""
+_RECENT = 64
+"""Events kept back while listing: a turn's own queued prompts come just before it."""
+
+
+def _on(line: Sequence[LogEvent], seq: int) -> bool:
+    if isinstance(line, LineEvents):
+        return line.contains_seq(seq)
+    return seq <= len(line)
+
+
+def _branch_point(events: Sequence[LogEvent], recent: deque[LogEvent], turn: TurnStart) -> int:
+    """The seq before `turn` on its line, stepped back over its own queued prompts (found
+    among the `recent` events before it, else in `events`)."""
     after = parent_seq(turn)
     items = set(turn.items)
     while after > 0:
-        before = events[after - 1] if after <= len(events) else None
+        back = turn.seq - after
+        before: LogEvent | None
+        if 0 < back <= len(recent):
+            before = recent[-back]
+        else:
+            before = events[after - 1] if after <= len(events) else None
         if before is None or before.seq != after:
             break
         if type(before) is InboxQueued and before.seq in items:
@@ -139,7 +171,7 @@ def last_point(log: SessionLog) -> RewindPoint | None:
             turn: TurnStart = event  # type: ignore[assignment]
             text = "\n\n".join(texts.get(item, "") for item in turn.items).strip()
             if text:
-                after = _branch_point(log.file_events, turn)
+                after = _branch_point(log.file_events, deque(), turn)
                 return RewindPoint(0, turn.seq, after, text, turn.ts, True)
     return None
 
@@ -165,9 +197,9 @@ def resend(driver: Driver, log: SessionLog, turn: int, text: str) -> InboxItemId
     return driver.send(text)
 
 
-def choose(log: SessionLog, number: int) -> RewindPoint:
-    """The point `/rewind N` names, or why there is none."""
-    listed = points(log)
+def choose(log: SessionLog, number: int, listed: list[RewindPoint] | None = None) -> RewindPoint:
+    """The point `/rewind N` names (among `listed`, or `points(log)`), or why there is none."""
+    listed = points(log) if listed is None else listed
     if not listed:
         raise RewindRefused("nothing to rewind to yet: this thread has no prompts")
     if not 1 <= number <= len(listed):

@@ -14,15 +14,9 @@ from engine.log import LogWriteError, SessionLog
 
 
 def current_draft(log: SessionLog) -> str:
-    """The draft the newest `prompt/draft` on the line keeps ("" when none does).
-
-    A draft is a control event (engine.log.control), so this reads the log's short
-    list of those, not every event: it runs as a resumed thread's first frame is built.
-    """
-    for event in reversed(log.control):
-        if type(event) is PromptDraft:
-            return event.text
-    return ""
+    """The draft the newest `prompt/draft` on the line keeps ("" when none does): the log
+    keeps it as it replays and appends (`LineState.draft`), so this reads no events."""
+    return log.state.draft
 
 
 def keep_draft(log: SessionLog, text: str) -> bool:

@@ -29,18 +29,17 @@ from engine.log import SessionLog
 def unfinished_retry(log: SessionLog) -> SessionRewind | None:
     """The line's newest rewind, when it is a /retry whose turn has not ended whole.
 
-    Reads from the end: the control events back to the newest rewind, then the
-    line back to the newest whole turn or that rewind. A thread that never
+    Reads from the end: the newest rewind (the file's facts name it), then the line
+    back to the newest whole turn or that rewind. A thread that never
     branched has one list for both (`SessionLog.file_events`) and costs nothing.
     """
     if log.events is log.file_events:
         return None
-    newest: SessionRewind | None = None
-    for event in reversed(log.control):
-        if type(event) is SessionRewind:
-            newest = event
-            break
-    if newest is None or not newest.retry:
+    if not log.facts.rewinds:
+        return None
+    seq, _ = log.facts.rewinds[-1]
+    newest = log.file_events[seq - 1]  # the file's events are in seq order, from 1
+    if type(newest) is not SessionRewind or not newest.retry:
         return None
     for event in reversed(log.events):
         if event.seq <= newest.seq:

@@ -126,10 +126,7 @@ class Thread(Struct):
     def has_history(self) -> bool:
         """Whether the thread has anything a user said or kept unsent (what `resume with:`
         is worth)."""
-        return any(
-            isinstance(e, UserMessage | InboxQueued) or (type(e) is PromptDraft and e.text)
-            for e in self.log.file_events
-        )
+        return self.log.has_history
 
     @classmethod
     def resume(cls, home: Path, user_id: str, thread_id: str) -> Thread:

@@ -3,10 +3,11 @@
 A log with a bad line loads up to it, but only its writer moves the rest aside, so a
 thread nobody opens again keeps being reported. The doctor takes the writer lock and
 opens the log for writing, the one repair there is: the bad line and what follows go
-to a quarantine file beside the log, every byte kept. A replay snapshot that does
-not stand for the log is removed. When another process holds the thread it only
-examines. Checked: the log and the replay snapshot; earlier repairs' files are
-listed, not judged; the archive is left to `trove notes` and `history search`.
+to a quarantine file beside the log, every byte kept (read whole: a resume index is
+removed first). A replay snapshot or a resume index that does not stand for the log
+is removed. When another process holds the thread it only examines. Checked: the
+log, the replay snapshot and the resume index; earlier repairs' files are listed,
+not judged; the archive is left to `trove notes` and `history search`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from engine.log import SessionLog, read_events, snapshot
+from engine.log import SessionLog, read_events, resume, snapshot
 from engine.log.log_file import open_log
 from engine.threads.lock import ThreadLock, ThreadLockedError
 from engine.threads.paths import LOG_NAME, ThreadNotFoundError, has_log, thread_dir
@@ -117,6 +118,22 @@ def _snapshot_finding(log_path: Path) -> Finding | None:
     return None
 
 
+def _resume_finding(log_path: Path) -> Finding | None:
+    """A resume index that is not used: damaged, or about bytes the log does not hold."""
+    kept = resume.path_for(log_path)
+    if not os.path.lexists(kept):
+        return None
+    try:
+        with open_log(log_path) as fh:
+            loaded = resume.load(log_path, fh)
+    except OSError:
+        loaded = None
+    if loaded is None:
+        return Finding(kept.name, f"{kept.name}: damaged, or not about this log (not used)")
+    loaded.attachment.close()
+    return None
+
+
 def _kept(directory: Path) -> list[str]:
     prefixes = (f"{LOG_NAME}.quarantine-", f"{LOG_NAME}.torn-")
     return sorted(p.name for p in directory.iterdir() if p.name.startswith(prefixes))
@@ -142,6 +159,9 @@ def examine(home: Path, user_id: str, thread_id: str) -> Checkup:
         # Read under the lock when it was taken: no writer can change the log meanwhile.
         log_findings = _log_findings(log_path, held=lock is None)
         if lock is not None and log_findings:
+            # The damage may lie where a resume index vouches for the log (between the
+            # blocks an open checks): without it, the writer's open reads every line.
+            resume.discard(log_path)
             log = SessionLog.open(log_path)  # the writer's open is the repair
             log.close()
             if log.set_aside is not None:
@@ -155,6 +175,12 @@ def examine(home: Path, user_id: str, thread_id: str) -> Checkup:
                 snapshot.path_for(log_path).unlink(missing_ok=True)
                 stale.repaired = "removed (derived: written again when a long thread closes)"
             checkup.findings.append(stale)
+        unused = _resume_finding(log_path)
+        if unused is not None:
+            if lock is not None:
+                resume.discard(log_path)
+                unused.repaired = "removed (derived: written again when the thread closes)"
+            checkup.findings.append(unused)
     finally:
         if lock is not None:
             lock.release()

@@ -86,12 +86,18 @@ class ChatFrontEnd:
     def choose_rewind(self) -> None:
         self._screen.call_later(self._screen.run_action, "rewind")
 
-    def rewind_to(self, args: str) -> None:
+    async def rewind_to(self, args: str) -> None:
+        import asyncio
+
         from engine.runtime.builtin import rewind_numbered
+        from engine.runtime.rewind import points
 
         runtime = self._runtime()
         if runtime is not None:
-            self._drafts.prefill(rewind_numbered(runtime, args).text)
+            log = runtime.thread.log
+            # Every prompt of the thread: its older events are read in a worker.
+            listed = await asyncio.to_thread(points, log, len(log.file_events))
+            self._drafts.prefill(rewind_numbered(runtime, args, listed).text)
 
     async def toggle_inspector(self) -> None:
         await self._inspector.show(not self._inspector.shown, self._runtime())

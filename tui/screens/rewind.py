@@ -6,6 +6,7 @@ The engine rewinds (engine.runtime.rewind); the transcript follows its
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -82,7 +83,8 @@ async def pick_and_rewind(screen: Screen[Any], current: Callable[[], Runtime | N
     if why is not None:
         screen.notify(why, severity="warning")
         return None
-    listed = points(log)
+    # Every prompt of the thread: its older events are read in a worker.
+    listed = await asyncio.to_thread(points, log, len(log.file_events))
     if not listed:
         screen.notify("Nothing to rewind to yet: this thread has no prompts.")
         return None

@@ -24,6 +24,7 @@ from pathlib import Path
 from engine.config import Config
 from engine.runtime import open_thread
 from engine.surface import Surface
+from engine.surface.kept import for_log
 from engine.threads.thread import Thread
 from tui import drawn_lines
 from tui.drawn_lines import DrawnReply
@@ -57,9 +58,9 @@ class Opening:
             self._future.set_exception(exc)
             return
         try:
-            # The surface too (a 100k-message thread's is ~80 ms): off the loop, and
+            # The surface too (from the resume index, or replayed): off the loop, and
             # nothing can append to the log before the owner has it.
-            self._surface = (Surface.from_events(thread.log.events), len(thread.log.events))
+            self._surface = (for_log(thread.log), len(thread.log.events))
         except Exception:  # noqa: BLE001 - built again on the loop, which reports the problem
             self._surface = None
         if thread.log.exists:

@@ -14,7 +14,7 @@ move the same indices (`_start`, `_end`) and the streaming reply, so they stay t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 from textual.binding import Binding
@@ -25,12 +25,14 @@ from textual.worker import Worker
 
 from engine import events as ev
 from engine.events import LogEvent
+from engine.log import LogCorruptError
 from tui.drawn_lines import DrawnReply, Kept
 from tui.widgets.chat_message import Notice, PastReply, UserMessage
 from tui.widgets.checkpoint_block import CheckpointBlock
 from tui.widgets.load_button import LoadButton
 from tui.widgets.new_output import NewOutputMarker
 from tui.widgets.readable_width import readable_padding
+from tui.widgets.shown_events import ShownEvents
 from tui.widgets.tool_block import ToolBlock
 
 if TYPE_CHECKING:
@@ -106,7 +108,9 @@ class Transcript(VerticalScroll):
 
     def __init__(self, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.events: list[LogEvent] = []
+        self.events = ShownEvents()
+        """The events shown (the engine's, not a copy: older ones are read from the log's
+        file when asked for)."""
         self._start = 0
         self._end = 0
         self._reply: AssistantMessage | None = None
@@ -368,12 +372,18 @@ class Transcript(VerticalScroll):
 
     def _build_range(self, begin: int, end: int) -> list[Widget]:
         self._building = begin
+        try:
+            events = self.events[begin:end]  # older ones are read from the log's file
+        except LogCorruptError as exc:  # damaged since the thread was opened from its end
+            said = f"Earlier messages could not be read: {exc}"
+            self.notify(said, severity="error", markup=False)
+            return []
         widgets: list[Widget] = []
-        for event in self.events[begin:end]:
+        for event in events:
             widgets.extend(self._build(event))
         return widgets
 
-    def load(self, events: Iterable[LogEvent], kept: Kept | None = None) -> None:
+    def load(self, events: Sequence[LogEvent], kept: Kept | None = None) -> None:
         """Show the newest part of a thread; earlier parts load on demand.
 
         Only about a screenful of the newest events is built before the first
@@ -383,7 +393,7 @@ class Transcript(VerticalScroll):
         `kept` (tui.drawn_lines) are drawn from the lines kept there.
         """
         self.kept = kept or {}
-        self.events = list(events)
+        self.events = ShownEvents(events)
         self._results = {}
         self._indexed_from = len(self.events)
         self._end = len(self.events)

@@ -8,7 +8,7 @@ view, not the log: it is not replayed, and a thread with messages never shows it
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from pathlib import Path
 
 from engine import events as ev
@@ -27,9 +27,10 @@ def home_label(path: Path) -> str:
         return str(path)
 
 
-def is_empty(events: Iterable[ev.LogEvent]) -> bool:
-    """No message yet (stops at the first one, so a long thread costs nothing)."""
-    return not any(isinstance(e, (ev.UserMessage, ev.AssistantMessage)) for e in events)
+def is_empty(events: Sequence[ev.LogEvent]) -> bool:
+    """No message yet: read from the newest (the events an open holds), stopping at the
+    first message, so a long thread costs nothing."""
+    return not any(isinstance(e, (ev.UserMessage, ev.AssistantMessage)) for e in reversed(events))
 
 
 def model_label_of(path: Path) -> str:

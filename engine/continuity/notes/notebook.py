@@ -70,7 +70,7 @@ def write_checked(
     """
     if context.append is None:
         return error("read_only", "notes cannot be written in this session")
-    notes = notebook_at(context.events())
+    notes = notebook_at(context.recorded())
     keys = [note.key for note in notes]
     if is_deletion(content):
         if key not in keys:
@@ -88,7 +88,7 @@ def write_checked(
     else:
         action = "saved"
     context.append(note_event(key, content, sources))
-    return _note_result(notebook_at(context.events()), action, key)
+    return _note_result(notebook_at(context.recorded()), action, key)
 
 
 # -- the notebook message -------------------------------------------------------------

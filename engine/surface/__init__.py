@@ -1,18 +1,20 @@
 """The surface: the model-facing history, derived from the log by replay.
 
-A pure function of the events (no I/O), kept incrementally so a long thread
-is replayed once. Compaction is positional: the checkpoint takes the place
-of the span it replaces, so context appended while the summary was being
-written (an injection) stays after the checkpoint even though its seq is
-lower than the checkpoint's.
+A pure function of the events, kept incrementally so a long thread is replayed
+once. Compaction is positional: the checkpoint takes the place of the span it
+replaces, so context appended while the summary was being written (an injection)
+stays after the checkpoint even though its seq is lower than the checkpoint's.
+
+A thread opened from its resume index gets its surface from there (`for_log`,
+engine.surface.kept): its figures at once, its entries when first used (`loaded`
+reads them off the loop), so an open does not pay for a long surface.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable
-from typing import Any
-
-import msgspec
+from typing import Any, Protocol
 
 from engine.events import (
     AssistantMessage,
@@ -26,95 +28,40 @@ from engine.events import (
     UserMessage,
 )
 from engine.log import paused_gc
+from engine.surface.entry import (
+    ENTRY_BUILDERS,
+    Entry,
+    Message,
+    assistant_entry,
+    estimate_tokens,
+    tokens_for_chars,
+    tool_entry,
+    user_entry,
+)
 
-Message = dict[str, Any]
+__all__ = ["Entry", "Message", "Surface", "estimate_tokens", "tokens_for_chars"]
+
+
+class Pending(Protocol):
+    """Entries a surface holds elsewhere until first used (engine.surface.kept)."""
+
+    def read(self, surface: Surface) -> None:
+        """Give `surface` its entries (blocking; once: later calls return at once)."""
+
+    def defer(self, surface: Surface, event: LogEvent) -> bool:
+        """Apply `event` without the entries if it can be (False: read them first)."""
+
 
 INTERRUPTED_RESULT = "error: no result was recorded for this call (the turn was interrupted)"
-
-
-def estimate_tokens(text: str) -> int:
-    """A cheap, stable estimate (about four characters a token).
-
-    Compaction compares and prices spans with it, so it must depend only on
-    the text, never on a tokenizer that could change between runs.
-    """
-    return tokens_for_chars(len(text))
-
-
-def tokens_for_chars(chars: int) -> int:
-    return (chars + 3) // 4 + 4
-
-
-class Entry(msgspec.Struct, gc=False, eq=False):
-    """One message on the surface: its log seq, role and price, and the event it came from.
-
-    The chat message is built only when a request (or the archive) asks for it,
-    then cached: replay would otherwise build a dict per past message. Immutable
-    but for that cache. A Struct, cheaper to build than a dataclass, and kept out of
-    the cycle collector (it holds events and strings only).
-    """
-
-    seq: int
-    role: str
-    event: UserMessage | AssistantMessage | ToolResult
-    tokens: int
-    checkpoint: bool = False
-    turn: int | None = None
-    call_ids: tuple[str, ...] = ()
-    result_of: str | None = None
-    _message: Message | None = None
-
-    def __eq__(self, other: object) -> bool:
-        """Equal entries stand for the same message; the cache does not count."""
-        if not isinstance(other, Entry):
-            return NotImplemented
-        return (
-            self.seq == other.seq
-            and self.role == other.role
-            and self.event == other.event
-            and self.tokens == other.tokens
-            and self.checkpoint == other.checkpoint
-            and self.turn == other.turn
-            and self.call_ids == other.call_ids
-            and self.result_of == other.result_of
-        )
-
-    @property
-    def message(self) -> Message:
-        """The chat message for a request, built on first use."""
-        message = self._message
-        if message is None:
-            message = self._message = _message_of(self.event)
-        return message
-
-
-def _message_of(event: UserMessage | AssistantMessage | ToolResult) -> Message:
-    if isinstance(event, UserMessage):
-        return {"role": "user", "content": event.text}
-    if isinstance(event, ToolResult):
-        return {"role": "tool", "tool_call_id": event.call_id, "content": event.content}
-    return _assistant_message(event)
-
-
-def _assistant_message(event: AssistantMessage) -> Message:
-    message: Message = {"role": "assistant", "content": event.content or ""}
-    if event.tool_calls:
-        message["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments or "{}"},
-            }
-            for call in event.tool_calls
-        ]
-    return message
 
 
 class Surface:
     """Entries in model order, updated one event at a time."""
 
     def __init__(self) -> None:
-        self.entries: list[Entry] = []
+        self._entries: list[Entry] = []
+        self._pending: Pending | None = None
+        """Where entries kept in a resume index come from, until they are read."""
         self._replacements: dict[int, list[int]] = {}
         self._turn: int | None = None
         self.version = 0
@@ -128,6 +75,30 @@ class Surface:
         """The highest seq that has been on the surface (a withdrawn prompt's included):
         whatever arrives later (an append, a checkpoint) has a higher one."""
         self._vouched: tuple[int, int, int, int, int] | None = None
+
+    @property
+    def entries(self) -> list[Entry]:
+        """The entries in model order (kept ones read first, blocking: see `loaded`)."""
+        if self._pending is not None:
+            self._pending.read(self)
+        return self._entries
+
+    @entries.setter
+    def entries(self, value: list[Entry]) -> None:
+        self._entries = value
+
+    @property
+    def deferred(self) -> bool:
+        """Its entries are still in the resume index (its figures are not)."""
+        return self._pending is not None
+
+    async def loaded(self) -> None:
+        """Read the entries kept in the resume index, if they are not yet, off the loop.
+
+        A read only: a caller cancelled meanwhile returns at once, and the read ends
+        on its own (whoever needs the entries next waits for it)."""
+        if self._pending is not None:
+            await asyncio.to_thread(self._pending.read, self)
 
     def _add(self, entry: Entry) -> None:
         self.entries.append(entry)
@@ -145,7 +116,7 @@ class Surface:
         tokens = 0
         added = 0
         turn: int | None = None
-        builder_of = _ENTRY_BUILDERS.get
+        builder_of = ENTRY_BUILDERS.get
         handler_of = _HANDLERS.get
         with paused_gc():
             for event in events:
@@ -195,22 +166,27 @@ class Surface:
             self.newest = self.entries[-1].seq
 
     def apply(self, event: LogEvent) -> None:
+        pending = self._pending
+        if pending is not None:
+            if pending.defer(self, event):
+                return
+            pending.read(self)
         handler = _HANDLERS.get(type(event))
         if handler is not None:
             handler(self, event)
 
     def _user(self, event: UserMessage) -> None:
-        entry = _user_entry(event, self._turn)
+        entry = user_entry(event, self._turn)
         if event.checkpoint is not None:
             self._place_checkpoint(entry, event.checkpoint)
         else:
             self._add(entry)
 
     def _assistant(self, event: AssistantMessage) -> None:
-        self._add(_assistant_entry(event, self._turn))
+        self._add(assistant_entry(event, self._turn))
 
     def _tool(self, event: ToolResult) -> None:
-        self._add(_tool_entry(event, self._turn))
+        self._add(tool_entry(event, self._turn))
 
     def _turn_start(self, event: TurnStart) -> None:
         self._turn = event.turn
@@ -348,43 +324,6 @@ class Surface:
                 )
         return out
 
-
-# The builders inline `tokens_for_chars` and pass every field at once: replay builds
-# one entry per message.
-
-
-def _user_entry(event: UserMessage, turn: int | None) -> Entry:
-    return Entry(
-        event.seq,
-        "user",
-        event,
-        (len(event.text) + 3) // 4 + 4,
-        event.checkpoint is not None,
-        turn,
-    )
-
-
-def _assistant_entry(event: AssistantMessage, turn: int | None) -> Entry:
-    size = len(event.content or "")
-    calls = event.tool_calls
-    if not calls:
-        return Entry(event.seq, "assistant", event, (size + 3) // 4 + 4, False, turn)
-    size += sum([len(c.name) + len(c.arguments or "{}") for c in calls])
-    ids = tuple([call.id for call in calls])
-    return Entry(event.seq, "assistant", event, (size + 3) // 4 + 4, False, turn, ids)
-
-
-def _tool_entry(event: ToolResult, turn: int | None) -> Entry:
-    tokens = (len(event.content) + 3) // 4 + 4
-    return Entry(event.seq, "tool", event, tokens, False, turn, (), event.call_id)
-
-
-_ENTRY_BUILDERS: dict[type, Callable[[Any, int | None], Entry]] = {
-    UserMessage: _user_entry,
-    AssistantMessage: _assistant_entry,
-    ToolResult: _tool_entry,
-}
-"""The entry of a plain message (a user message without a checkpoint), as `apply` adds it."""
 
 # One lookup per event instead of a chain of isinstance checks, on replay's hot path.
 _HANDLERS: dict[type, Callable[[Surface, Any], None]] = {

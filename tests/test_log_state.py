@@ -1,0 +1,118 @@
+"""The line's state (engine.log.state) stands in for every event wherever resume reads it.
+
+The inbox restore decides what runs next, the draft what the prompt holds, the
+history scan what is recovered and the notebook what the model is told; each must
+come out the same from `SessionLog.state` as from a walk of every event of the line,
+live (appended) and after a reopen, through rewinds.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from engine import events as ev
+from engine.continuity.archive.extract import hidden_seqs
+from engine.continuity.archive.status import scan_history
+from engine.continuity.notes.note import notebook_at
+from engine.driver import Driver
+from engine.log import LineEvents, SessionLog, TailState
+from engine.log.line import current_line
+from engine.surface import Surface
+from engine.threads.draft import current_draft
+from tests.log_fuzz import SCOPE, write_mixed
+
+
+def _reference_inbox(events: list[ev.LogEvent]) -> list[tuple[int, str]]:
+    """The restore as a walk of every event of the line."""
+    pending: dict[int, str] = {}
+    for event in events:
+        if isinstance(event, ev.InboxQueued):
+            pending[event.seq] = event.text
+        elif isinstance(event, ev.InboxEdited) and event.item_id in pending:
+            pending[event.item_id] = event.text
+        elif isinstance(event, ev.InboxRemoved | ev.UserMessage) and event.item_id is not None:
+            pending.pop(event.item_id, None)
+        elif isinstance(event, ev.InboxRestored):
+            pending[event.item_id] = event.text
+        elif isinstance(event, ev.SessionRewind):
+            pending.clear()
+    return sorted(pending.items())
+
+
+def _reference_draft(events: list[ev.LogEvent]) -> str:
+    drafts = [e.text for e in events if isinstance(e, ev.PromptDraft)]
+    return drafts[-1] if drafts else ""
+
+
+class _NoModel:
+    """The driver is only built here: no turn ever starts, so no model is called."""
+
+
+def _restored(log: SessionLog) -> list[tuple[int, str]]:
+    driver = Driver(log, _NoModel(), surface=Surface())  # type: ignore[arg-type]
+    return [(int(item.id), item.text) for item in driver.inbox]
+
+
+def _check(log: SessionLog) -> None:
+    line = list(log.events)
+    assert _restored(log) == _reference_inbox(line)
+    assert current_draft(log) == _reference_draft(line)
+    assert scan_history(log.state.records, SCOPE) == scan_history(line, SCOPE)
+    assert notebook_at(log.state.records) == notebook_at(line)
+    assert set(log.state.hidden) == hidden_seqs(line)
+    tail = TailState()
+    tail.replay(line)
+    top = max((e.turn for e in log.file_events if isinstance(e, ev.TurnStart)), default=0)
+    tail.last_turn = max(tail.last_turn, top)
+    assert log.tail == tail
+    typed = any(
+        isinstance(e, ev.UserMessage | ev.InboxQueued) or (isinstance(e, ev.PromptDraft) and e.text)
+        for e in log.file_events
+    )
+    assert log.has_history == typed
+
+
+def test_the_line_is_the_path_to_the_newest_event_through_every_rewind(tmp_path: Path) -> None:
+    """`LineEvents` (runs of the file, found from its rewinds alone) is `current_line` of
+    every event, whichever way it is read."""
+    for seed in range(10):
+        path = tmp_path / f"{seed}.jsonl"
+        log = SessionLog.open(path)
+        surface = Surface()
+        log.projections.append(surface.apply)
+        log.on_rewind.append(lambda log=log, surface=surface: surface.rebuild(log.events))
+        write_mixed(log, surface, random.Random(100 + seed), 120)
+        everything = list(log.file_events)
+        expected = current_line(everything)
+        line = log.events
+        assert list(line) == expected
+        assert list(reversed(line)) == expected[::-1]
+        assert [line[i] for i in range(len(line))] == expected
+        assert line[3:40] == expected[3:40]
+        on = {e.seq for e in expected}
+        if isinstance(line, LineEvents):
+            assert [line.contains_seq(e.seq) for e in everything] == [
+                e.seq in on for e in everything
+            ]
+        log.close()
+
+
+def test_the_line_state_matches_a_walk_of_every_event_live_and_after_reopen(
+    tmp_path: Path,
+) -> None:
+    for seed in range(10):
+        path = tmp_path / f"{seed}.jsonl"
+        log = SessionLog.open(path)
+        surface = Surface()
+        log.projections.append(surface.apply)
+        log.on_rewind.append(lambda log=log, surface=surface: surface.rebuild(log.events))
+        rng = random.Random(seed)
+        write_mixed(log, surface, rng, 80, pause=lambda log=log: _check(log))
+        _check(log)
+        log.close()
+        reopened = SessionLog.open(path)
+        _check(reopened)
+        assert reopened.state == log.state
+        assert reopened.facts == log.facts
+        reopened.close()
