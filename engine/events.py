@@ -148,6 +148,8 @@ class ToolResult(Event, tag="tool/result", kw_only=True, frozen=True):
     call_id: str = ""
     content: str = ""
     name: str | None = None
+    server: str | None = None
+    """The MCP server whose tool ran (engine.mcp); None for Trove's own tools."""
 
 
 class TurnStart(Event, tag="turn/start", kw_only=True, frozen=True):

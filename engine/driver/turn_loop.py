@@ -123,13 +123,13 @@ class TurnLoop(DriverState):
             self._partial.append(text)
             self._tell("on_delta", turn, text)
 
-        tools = self.offered_tools().schemas() or None
-
         async def attempt() -> Any:
             self._partial = []
-            return await self.model.complete(
-                await self.request_messages(), tools=tools, on_delta=on_delta
-            )
+            messages = await self.request_messages()
+            # After the messages: the extension may bring tools up as it amends them
+            # (MCP servers start on the first request).
+            tools = self.offered_tools().schemas() or None
+            return await self.model.complete(messages, tools=tools, on_delta=on_delta)
 
         try:
             return await attempt()
@@ -201,8 +201,12 @@ class TurnLoop(DriverState):
                 pending_calls = list(calls)
                 while pending_calls:
                     call = pending_calls[0]
-                    content = await self.offered_tools().call(call.name, call.arguments)
-                    self.log.append(ToolResult(call_id=call.id, name=call.name, content=content))
+                    box = self.offered_tools()
+                    content = await box.call(call.name, call.arguments)
+                    server = box.server_of(call.name)
+                    self.log.append(
+                        ToolResult(call_id=call.id, name=call.name, content=content, server=server)
+                    )
                     pending_calls.pop(0)
                 if not calls and (not self._steering or self._steering[0].held):
                     break

@@ -20,12 +20,14 @@ from engine.driver import Driver
 from engine.errors import TroveError
 from engine.events import CompactArchived, CompactEnd, CompactStart, LogEvent, UserMessage
 from engine.log import SessionLog
+from engine.mcp import McpHub
 from engine.model import ClientFactory, ModelClient
 from engine.model.backend import Backend, choose_backend
 from engine.port import EngineState, ErrorHook, Listener, Port, Unsubscribe
 from engine.runtime.builtin import register_builtins
 from engine.runtime.commands import CommandRegistry, FrontEnd
 from engine.runtime.continuity import ThreadContinuity
+from engine.runtime.mcp_tools import TROVE_TOOLS, ToolsExtension, register_tools_command
 from engine.runtime.relay import DriverRelay, engine_state
 from engine.runtime.system_prompt import SYSTEM_PROMPT, SystemPrompt
 from engine.surface import Surface
@@ -185,8 +187,14 @@ class Runtime(Struct):
     """What tells the front ends of the model client's retries and waits."""
     front_end: FrontEnd | None = None
     """The front end's hook for the commands that switch threads or quit."""
+    mcp: McpHub | None = None
+    """The MCP servers (None: none configured); they start with the first request."""
 
     def __post_init__(self) -> None:
+        if self.mcp is not None:
+            # The front end asks before a tool not in `allow` runs (None: such tools are denied).
+            self.mcp.consent = getattr(self.front_end, "ask_consent", None)
+        register_tools_command(self.commands, self.mcp)
         register_builtins(self, self.front_end)  # the command list is whole once built
 
     def use_model(self, backend: Backend) -> ModelClient:
@@ -299,11 +307,16 @@ class Runtime(Struct):
             context_window=window,
             capture=continuity.capture if continuity is not None else None,
         )
+        hub = None
+        extension: ThreadContinuity | ToolsExtension | None = continuity
+        if config.mcp.servers:
+            hub = McpHub(config.mcp, reserved=TROVE_TOOLS)
+            extension = ToolsExtension(continuity, hub)
         driver = Driver(
             thread.log,
             client,
             hooks=compaction,
-            extension=continuity,
+            extension=extension,
             max_tool_rounds=config.model.max_tool_rounds,
             surface=surface,
             observers=[relay],
@@ -334,6 +347,7 @@ class Runtime(Struct):
             backend=backend,
             relay=relay,
             front_end=front_end,
+            mcp=hub,
         )
 
     def subscribe(self, listener: Listener, *, on_error: ErrorHook | None = None) -> Unsubscribe:
@@ -355,6 +369,8 @@ class Runtime(Struct):
         self.driver.close_admission()
         await self.commands.aclose()
         await self.driver.aclose()
+        if self.mcp is not None:
+            await self.mcp.aclose()
         await self.model.aclose()
         if self._continuity is not None:
             self._continuity.close()
