@@ -26,6 +26,7 @@ from engine.events import (
     UserMessage,
 )
 from engine.log import paused_gc
+from engine.util.tool_cut import TOOL_RESULT_CONTEXT_CHARS, context_chars, cut_for_context
 
 Message = dict[str, Any]
 
@@ -335,7 +336,7 @@ class Surface:
         never reached the log (a crash or cancel) gets a synthetic error
         result so the request stays valid. Orphan results are dropped.
         """
-        results = {e.result_of: e.message for e in self.entries if e.role == "tool"}
+        results = {e.result_of: _in_context(e) for e in self.entries if e.role == "tool"}
         out: list[Message] = []
         for entry in self.entries:
             if entry.role == "tool":
@@ -374,8 +375,17 @@ def _assistant_entry(event: AssistantMessage, turn: int | None) -> Entry:
     return Entry(event.seq, "assistant", event, (size + 3) // 4 + 4, False, turn, ids)
 
 
+def _in_context(entry: Entry) -> Message:
+    """A tool result as a request carries it: a long one cut, with a note (util.tool_cut)."""
+    message = entry.message
+    content = message.get("content")
+    if not isinstance(content, str) or len(content) <= TOOL_RESULT_CONTEXT_CHARS:
+        return message
+    return {**message, "content": cut_for_context(entry.seq, content)}
+
+
 def _tool_entry(event: ToolResult, turn: int | None) -> Entry:
-    tokens = (len(event.content) + 3) // 4 + 4
+    tokens = (context_chars(event.content) + 3) // 4 + 4
     return Entry(event.seq, "tool", event, tokens, False, turn, (), event.call_id)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,8 +15,11 @@ from devtools import scripted_server as s
 from devtools.scripted_server import ScriptedServer
 from engine import events as ev
 from engine.config import parse_config
+from engine.continuity.tools import read_result
 from engine.mcp import ConsentRequest
+from engine.port import LogAppended
 from engine.runtime import Runtime
+from engine.util.tool_cut import TOOL_RESULT_CONTEXT_CHARS, source_id
 from tests.support import LIMIT, client_for, of_kind, opened
 
 SERVER = str(Path(__file__).with_name("mcp_server.py"))
@@ -118,3 +123,166 @@ async def test_arguments_shown_for_consent_are_escaped(
     assert "\x1b" not in shown and "\x07" not in shown
     (result,) = of_kind(rt.thread.log.events, ev.ToolResult)
     assert result.content == "\x1b]0;title\x07\x1b[2J"
+
+
+# -- sizes ---------------------------------------------------------------------------
+
+
+async def test_a_huge_result_is_cut_in_the_context_and_whole_in_the_log(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    server.script(s.tool_calls([("huge", {"chars": 200_000})]), s.text("that was long"))
+    rt = open_runtime(tmp_path, server, stdio_config(allow=("huge",)))
+    await run_turn(rt, "big")
+    (result,) = of_kind(rt.thread.log.events, ev.ToolResult)
+    assert len(result.content) == 200_000  # whole in the log
+    sent = [m for m in server.requests[1]["messages"] if m["role"] == "tool"][-1]["content"]
+    sid = source_id("tool", result.seq, result.content)
+    assert sent.startswith(result.content[:TOOL_RESULT_CONTEXT_CHARS])
+    assert len(sent) < TOOL_RESULT_CONTEXT_CHARS + 400
+    assert f"history_read with source_id {sid}" in sent
+    # The id the note names reads on from where the context stopped.
+    context = rt.continuity
+    assert context is not None
+    page = read_result(context.snapshot(), {"source_id": sid, "offset": TOOL_RESULT_CONTEXT_CHARS})
+    assert page["text"] == result.content[TOOL_RESULT_CONTEXT_CHARS:][: len(page["text"])]
+    assert page["chars"] == 200_000 and not page["truncated"]
+
+
+async def test_two_hundred_tools_are_all_offered(tmp_path: Path, server: ScriptedServer) -> None:
+    server.script(s.tool_calls([("t199", {"x": "y"})]), s.text("ok"))
+    rt = open_runtime(tmp_path, server, stdio_config("--tools", "200", allow=("t199",)))
+    await run_turn(rt, "many")
+    offered = [t["function"]["name"] for t in server.requests[0]["tools"]]
+    assert {f"t{i:03d}" for i in range(200)} <= set(offered)
+    (result,) = of_kind(rt.thread.log.events, ev.ToolResult)
+    assert result.content == "t199:y"
+    listing = (await rt.commands.run("/tools")).text
+    assert "206 tools" in listing
+
+
+async def test_two_servers_with_the_same_tool_are_prefixed(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    data = {
+        "mcp": {
+            "servers": {
+                "one": {"command": sys.executable, "args": [SERVER], "allow": ["add"]},
+                "two": {"command": sys.executable, "args": [SERVER], "allow": ["add"]},
+            }
+        }
+    }
+    server.script(s.tool_calls([("two__add", {"a": 1, "b": 1})]), s.text("2"))
+    rt = open_runtime(tmp_path, server, parse_config(data, source="t", env={}))
+    await run_turn(rt, "add")
+    offered = {t["function"]["name"] for t in server.requests[0]["tools"]}
+    assert {"one__add", "two__add", "one__echo"} <= offered and "add" not in offered
+    (result,) = of_kind(rt.thread.log.events, ev.ToolResult)
+    assert (result.server, result.content) == ("two", "2")
+
+
+# -- faults --------------------------------------------------------------------------
+
+
+async def test_a_server_that_dies_mid_call_is_reported_once_and_restarted(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    crash = s.tool_calls([("crash", {})])
+    server.script(crash, s.text("it died"))
+    rt = open_runtime(tmp_path, server, stdio_config(allow=("crash", "add")))
+    await run_turn(rt, "crash it")
+    (result,) = of_kind(rt.thread.log.events, ev.ToolResult)
+    failure = json.loads(result.content)
+    assert failure["error"] == "server_failed" and "stopped during the call" in failure["message"]
+    assert "crashing now" in failure["message"]  # the server's stderr tail
+    listing = (await rt.commands.run("/tools")).text
+    assert "test: failed" in listing and "crashing now" in listing
+    # The next call starts it again.
+    server.script(s.tool_calls([("add", {"a": 5, "b": 5})]), s.text("10"))
+    await run_turn(rt, "again")
+    assert of_kind(rt.thread.log.events, ev.ToolResult)[-1].content == "10"
+    assert rt.mcp is not None and rt.mcp.servers["test"].state == "ready"
+
+
+async def test_a_hanging_tool_is_cancelled_with_the_turn(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    server.script(s.tool_calls([("hang", {})]), s.text("never sent"))
+    rt = open_runtime(tmp_path, server, stdio_config(allow=("hang",)))
+    called = asyncio.Event()
+    rt.subscribe(
+        lambda n: (
+            called.set()
+            if isinstance(n, LogAppended) and isinstance(n.event, ev.AssistantMessage)
+            else None
+        )
+    )
+    rt.driver.send("hang")
+    await asyncio.wait_for(called.wait(), LIMIT * 3)
+    assert rt.driver.cancel()
+    await asyncio.wait_for(rt.driver.when_idle(), LIMIT)
+    end = of_kind(rt.thread.log.events, ev.TurnEnd)[-1]
+    assert end.status == "cancelled"
+    (result,) = of_kind(rt.thread.log.events, ev.ToolResult)
+    assert result.content == "error: cancelled" and result.server is None
+
+
+async def test_a_server_that_cannot_start_says_why(tmp_path: Path, server: ScriptedServer) -> None:
+    data = {"mcp": {"servers": {"gone": {"command": str(tmp_path / "no-such-program")}}}}
+    server.script(s.text("no tools"))
+    rt = open_runtime(tmp_path, server, parse_config(data, source="t", env={}))
+    await run_turn(rt, "hello")
+    assert of_kind(rt.thread.log.events, ev.TurnEnd)[-1].status == "ok"
+    listing = (await rt.commands.run("/tools")).text
+    assert "gone: failed" in listing and "no-such-program" in listing
+
+
+async def test_over_streamable_http(tmp_path: Path, server: ScriptedServer) -> None:
+    port = free_port()
+    child = subprocess.Popen(
+        [sys.executable, SERVER, "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        await wait_listening(port)
+        data = {
+            "mcp": {
+                "servers": {
+                    "web": {
+                        "url": f"http://127.0.0.1:{port}/mcp",
+                        "headers": {"Authorization": "Bearer ${TOKEN}"},
+                        "allow": ["add"],
+                    }
+                }
+            }
+        }
+        config = parse_config(data, source="t", env={"TOKEN": "abc"})
+        server.script(s.tool_calls([("add", {"a": 20, "b": 22})]), s.text("42"))
+        rt = open_runtime(tmp_path, server, config)
+        await run_turn(rt, "add over http")
+        (result,) = of_kind(rt.thread.log.events, ev.ToolResult)
+        assert (result.server, result.content) == ("web", "42")
+        await rt.aclose()
+    finally:
+        child.kill()
+        child.wait()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def wait_listening(port: int) -> None:
+    """Until the HTTP server accepts connections (bounded)."""
+    async with asyncio.timeout(LIMIT * 2):
+        while True:
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                await asyncio.sleep(0.05)
+                continue
+            writer.close()
+            return

@@ -107,7 +107,10 @@ class McpServer:
         else:
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
-            self._stderr = stack.enter_context(_stderr_file())
+            if self._stderr is not None:
+                self._stderr.close()
+            # Kept open after the server stops: its tail says why it failed.
+            self._stderr = _stderr_file()
             command = self.config.command or ""
             params = StdioServerParameters(
                 command=sys.executable,
