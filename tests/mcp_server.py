@@ -1,6 +1,6 @@
 """A real MCP server for the tests, written with the SDK (not a mock of the protocol).
 
-    python tests/mcp_server.py [--tools N] [--http PORT] [--pidfile PATH]
+    python tests/mcp_server.py [--tools N] [--http PORT] [--pidfile PATH] [--linger]
 
 Over stdio by default; with --http, streamable HTTP on 127.0.0.1:PORT at /mcp.
 Its tools: `echo`, `add`, and the fault family: `crash` (the process dies
@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -79,7 +80,12 @@ def main() -> None:
     parser.add_argument("--tools", type=int, default=0)
     parser.add_argument("--http", type=int, default=None)
     parser.add_argument("--pidfile", type=Path, default=None)
+    parser.add_argument(
+        "--linger", action="store_true", help="never exit, even at the end of stdin"
+    )
     options = parser.parse_args()
+    if options.linger:  # a badly behaved server: a thread that keeps the process alive
+        threading.Thread(target=time.sleep, args=(3600,), daemon=False).start()
     if options.pidfile is not None:
         options.pidfile.write_text(str(os.getpid()))
     server = build(options.tools)
