@@ -208,6 +208,8 @@ class Runtime(Struct):
         self.compaction.context_window = backend.context_window
         if self._continuity is not None:
             self._continuity.offer_tools(backend.tools_enabled)
+        if isinstance(self.driver.extension, ToolsExtension):
+            self.driver.extension.offer = backend.tools_enabled
         self.backend = backend
         return old
 
@@ -311,7 +313,7 @@ class Runtime(Struct):
         extension: ThreadContinuity | ToolsExtension | None = continuity
         if config.mcp.servers:
             hub = McpHub(config.mcp, reserved=TROVE_TOOLS)
-            extension = ToolsExtension(continuity, hub)
+            extension = ToolsExtension(continuity, hub, offer=offer_tools)
         driver = Driver(
             thread.log,
             client,

@@ -23,19 +23,24 @@ TROVE_TOOLS = ("history_search", "history_read", "task_note")
 class ToolsExtension:
     """Task continuity (if on) and the MCP servers, as one driver Extension."""
 
-    def __init__(self, continuity: ThreadContinuity | None, hub: McpHub) -> None:
+    def __init__(
+        self, continuity: ThreadContinuity | None, hub: McpHub, *, offer: bool = True
+    ) -> None:
         self.continuity = continuity
         self.hub = hub
+        self.offer = offer
+        """False for a model without native tool calls (/model switches it)."""
 
     def tools(self) -> Sequence[Tool]:
         own = self.continuity.tools() if self.continuity is not None else ()
-        return [*own, *self.hub.tools()]
+        return [*own, *self.hub.tools()] if self.offer else list(own)
 
     def instructions(self) -> str:
         return self.continuity.instructions() if self.continuity is not None else ""
 
     async def amend(self, messages: list[Message]) -> list[Message]:
-        await self.hub.start()  # the first request starts the servers
+        if self.offer:
+            await self.hub.start()  # the first request starts the servers
         if self.continuity is None:
             return messages
         return await self.continuity.amend(messages)
