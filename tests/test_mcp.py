@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from devtools import scripted_server as s
 from devtools.scripted_server import ScriptedServer
 from engine import events as ev
@@ -286,3 +288,28 @@ async def wait_listening(port: int) -> None:
                 continue
             writer.close()
             return
+
+
+async def test_a_huge_result_compacted_away_is_still_read_whole(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    config = stdio_config(allow=("huge",))
+    config = msgspec.structs.replace(
+        config,
+        compaction=msgspec.structs.replace(config.compaction, keep_recent_tokens=0),
+    )
+    server.script(s.tool_calls([("huge", {"chars": 60_000})]), s.text("long"))
+    rt = open_runtime(tmp_path, server, config)
+    await run_turn(rt, "big")
+    (result,) = of_kind(rt.thread.log.events, ev.ToolResult)
+    server.script(s.text("a summary of the long result"))
+    done = await rt.commands.run("/compact")
+    assert done.ok, done.text
+    context = rt.continuity
+    assert context is not None
+    sid = source_id("tool", result.seq, result.content)
+    assert all(e.seq != result.seq for e in rt.driver.surface.entries)  # compacted away
+    page = read_result(context.snapshot(), {"source_id": sid, "offset": 50_000})
+    assert page["origin"] == "archive" and not page["truncated"]
+    assert page["chars"] == 60_000
+    assert page["text"] == result.content[50_000:][: len(page["text"])]
