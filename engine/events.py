@@ -51,6 +51,8 @@ class ToolCall(msgspec.Struct, omit_defaults=True, frozen=True, gc=False):
     id: str
     name: str
     arguments: str | None = None
+    server: str | None = None
+    """The MCP server whose tool this calls (engine.mcp); None for Trove's own tools."""
 
 
 class Usage(msgspec.Struct, omit_defaults=True, frozen=True, gc=False):

@@ -18,6 +18,7 @@ from devtools.scripted_server import ScriptedServer
 from engine import events as ev
 from engine.config import parse_config
 from engine.continuity.tools import read_result
+from engine.log.line_codec import decode_line, encode_line
 from engine.mcp import ConsentRequest
 from engine.port import LogAppended
 from engine.runtime import Runtime
@@ -75,6 +76,8 @@ async def test_the_model_calls_an_allowed_stdio_tool(
     await run_turn(rt, "add them")
     results = of_kind(rt.thread.log.events, ev.ToolResult)
     assert [(r.name, r.server, r.content) for r in results] == [("add", "test", "42")]
+    (call,) = of_kind(rt.thread.log.events, ev.AssistantMessage)[0].calls
+    assert (call.name, call.server) == ("add", "test")
     offered = {t["function"]["name"] for t in server.requests[0]["tools"]}
     assert {"echo", "add", "crash", "hang", "huge", "hostile"} <= offered
     assert "history_read" in offered  # Trove's own tools are still there
@@ -83,6 +86,16 @@ async def test_the_model_calls_an_allowed_stdio_tool(
     assert tool_msgs[-1]["content"] == "42"
     listing = (await rt.commands.run("/tools")).text
     assert "test: ready" in listing and "add" in listing
+
+
+def test_old_tool_events_decode_and_new_ones_carry_the_server() -> None:
+    old = b'{"kind":"tool/result","seq":3,"call_id":"c1","content":"x","name":"echo"}'
+    event = decode_line(old)
+    assert isinstance(event, ev.ToolResult) and event.server is None
+    new = ev.ToolResult(seq=4, call_id="c1", content="x", name="add", server="time")
+    line, _ = encode_line(new)
+    assert decode_line(line.strip()) == new
+    assert b"server" not in msgspec.json.encode(ev.ToolCall("c", "history_read"))
 
 
 async def test_consent_once_thread_and_deny(tmp_path: Path, server: ScriptedServer) -> None:

@@ -170,10 +170,14 @@ class TurnLoop(DriverState):
                 completion = await self._request(turn)
                 self._partial = []
                 calls = list(completion.tool_calls)
+                offered = self.offered_tools()
                 self.log.append(
                     AssistantMessage(
                         content=completion.content,
-                        tool_calls=tuple(ToolCall(c.id, c.name, c.arguments) for c in calls),
+                        tool_calls=tuple(
+                            ToolCall(c.id, c.name, c.arguments, offered.server_of(c.name))
+                            for c in calls
+                        ),
                         usage=usage_as_sent(completion.usage),
                         model=completion.model,
                         model_entry=self.model_entry,

@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import os
 import sys
-import tempfile
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -197,6 +196,8 @@ class McpServer:
 
 
 def _stderr_file() -> Any:
+    import tempfile
+
     return tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
 
 

@@ -20,7 +20,6 @@ from engine.driver import Driver
 from engine.errors import TroveError
 from engine.events import CompactArchived, CompactEnd, CompactStart, LogEvent, UserMessage
 from engine.log import SessionLog
-from engine.mcp import McpHub
 from engine.model import ClientFactory, ModelClient
 from engine.model.backend import Backend, choose_backend
 from engine.port import EngineState, ErrorHook, Listener, Port, Unsubscribe
@@ -37,6 +36,7 @@ from engine.util.offload import run_drained
 
 if TYPE_CHECKING:
     from engine.continuity import ContinuityContext
+    from engine.mcp import McpHub
 
 INTERRUPTED_COMPACTION = (
     "The compaction that was running when Trove last quit was interrupted; nothing was lost: "
@@ -309,9 +309,11 @@ class Runtime(Struct):
             context_window=window,
             capture=continuity.capture if continuity is not None else None,
         )
-        hub = None
+        hub: McpHub | None = None
         extension: ThreadContinuity | ToolsExtension | None = continuity
-        if config.mcp.servers:
+        if config.mcp.servers:  # the hub (and later the SDK) only when servers are configured
+            from engine.mcp import McpHub
+
             hub = McpHub(config.mcp, reserved=TROVE_TOOLS)
             extension = ToolsExtension(continuity, hub, offer=offer_tools)
         driver = Driver(

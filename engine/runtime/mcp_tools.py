@@ -9,12 +9,15 @@ launch), in tasks of the hub's own, and the runtime stops them as it closes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from engine.mcp import McpHub
 from engine.model.tools import Tool
 from engine.runtime.commands import CommandRegistry
 from engine.runtime.continuity import ThreadContinuity
 from engine.surface import Message
+
+if TYPE_CHECKING:
+    from engine.mcp import McpHub
 
 TROVE_TOOLS = ("history_search", "history_read", "task_note")
 """Trove's own tool names: an MCP tool named like one is prefixed with its server's name."""

@@ -65,7 +65,7 @@ async def test_consent_allow_once_then_deny(server, tmp_path, monkeypatch) -> No
         await settle(pilot)
         await type_text(pilot, "echo it")
         await pilot.press("enter")
-        await wait_state(pilot, lambda: isinstance(app.screen, ConsentScreen))
+        await wait_state(pilot, lambda: bool(app.screen.query("#consent-args")))
         shown = "\n".join(str(w.render()) for w in app.screen.query(Static))
         assert "Run echo from MCP server test?" in shown
         assert "\x1b" not in shown and "\x07" not in shown and "hi" in shown

@@ -48,7 +48,7 @@ class ConsentScreen(ModalScreen[str]):
                 id="consent-question",
             )
             with VerticalScroll(id="consent-arguments"):
-                yield Static(safe_text(args), markup=False)
+                yield Static(safe_text(args), markup=False, id="consent-args")
             with Horizontal(id="consent-buttons"):
                 yield Button("Allow once (o)", variant="warning", id="once")
                 yield Button("Allow for this thread (t)", variant="warning", id="thread")
