@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -18,6 +19,7 @@ from cli.printer import StreamPrinter
 from engine.config import Config
 from engine.errors import TroveError
 from engine.events import SessionOneShot
+from engine.mcp import Answer, ConsentRequest
 from engine.model.backend import Backend
 from engine.runtime import Runtime
 from engine.runtime.commands import is_command
@@ -79,6 +81,8 @@ async def _oneshot(
     printer = StreamPrinter()
     runtime = Runtime.open(config, home, thread_id=thread_id, backend=backend)
     printer.attach(runtime)
+    if runtime.mcp is not None:
+        runtime.mcp.consent = _denier(printer)
     failed = False
     try:
         if is_command(prompt):
@@ -102,6 +106,19 @@ async def _oneshot(
         failed = failed or runtime.closing_failed
         (printer.error if runtime.closing_failed else printer.say)(runtime.closing_notice)
     return 1 if printer.errors or failed else 0
+
+
+def _denier(printer: StreamPrinter) -> Callable[[ConsentRequest], Awaitable[Answer]]:
+    """-p asks no one: a tool not in `allow` is denied, and stderr says so in one line."""
+
+    async def deny(request: ConsentRequest) -> Answer:
+        printer.notice(
+            f"trove: denied {request.tool} from MCP server {request.server}: -p runs only the"
+            f" tools in mcp.servers.{request.server}.allow"
+        )
+        return "deny"
+
+    return deny
 
 
 def run_oneshot(

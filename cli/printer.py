@@ -13,7 +13,14 @@ import sys
 from collections.abc import Callable
 from typing import TextIO
 
-from engine.events import AssistantMessage, CompactStart, LogEvent, SessionRewind, TurnEnd
+from engine.events import (
+    AssistantMessage,
+    CompactStart,
+    LogEvent,
+    SessionRewind,
+    ToolResult,
+    TurnEnd,
+)
 from engine.port import (
     Failure,
     LogAppended,
@@ -133,6 +140,8 @@ class StreamPrinter:
             self._interrupted = event.interrupted
             for call in event.calls:
                 self.notice(f"[tool] {call.name}({_short(call.arguments or '')})")
+        elif isinstance(event, ToolResult) and event.server is not None:
+            self.notice(f"[tool result] {event.server}: {_short(event.content)}")
         elif isinstance(event, CompactStart) and event.open_turn:
             self.notice(
                 "[your prompt alone is larger than the context window: it is summarized too]"

@@ -15,11 +15,15 @@ from typing import Any
 
 from cli.printer import StreamPrinter
 from engine.driver import DriverClosedError
+from engine.mcp import Answer, ConsentRequest
 from engine.runtime import Runtime
 from engine.runtime.commands import CommandError
 from engine.runtime.rewind import RewindPoint, RewindRefused, resend
 from engine.util.clipboard import osc52, system_copy, where_copied
 from engine.util.safe_text import safe_text
+
+CONSENT_ARGS_CHARS = 400
+"""Characters of a tool's arguments a consent question shows."""
 
 
 class InputLine:
@@ -97,6 +101,15 @@ class InputLine:
             return await self._answer
         finally:
             self._answer, self._question = None, ""
+
+    async def ask_consent(self, request: ConsentRequest) -> Answer:
+        """A tool not in `allow` (engine.mcp): a y/n question, its arguments shown escaped
+        and cut to a few lines' worth; no runs nothing and tells the model so."""
+        args = request.arguments
+        if len(args) > CONSENT_ARGS_CHARS:
+            args = args[:CONSENT_ARGS_CHARS] + f"… ({len(request.arguments):,} characters)"
+        question = f"Run {request.tool} from MCP server {request.server} with {args}?"
+        return "once" if await self.confirm(question) else "deny"
 
     def _answered(self, line: str) -> bool:
         """Whether `line` answered a waiting question (and so is no prompt or command)."""

@@ -51,6 +51,8 @@ class ToolCall(msgspec.Struct, omit_defaults=True, frozen=True, gc=False):
     id: str
     name: str
     arguments: str | None = None
+    server: str | None = None
+    """The MCP server whose tool this calls (engine.mcp); None for Trove's own tools."""
 
 
 class Usage(msgspec.Struct, omit_defaults=True, frozen=True, gc=False):
@@ -148,6 +150,8 @@ class ToolResult(Event, tag="tool/result", kw_only=True, frozen=True):
     call_id: str = ""
     content: str = ""
     name: str | None = None
+    server: str | None = None
+    """The MCP server whose tool ran (engine.mcp); None for Trove's own tools."""
 
 
 class TurnStart(Event, tag="turn/start", kw_only=True, frozen=True):

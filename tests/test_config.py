@@ -26,6 +26,7 @@ from engine.config import (
     parse_config,
     valid_user_id,
 )
+from engine.config.mcp import McpConfig
 from engine.config.schema import leaves, named_leaves
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "config.example.yaml"
@@ -36,6 +37,7 @@ SECTIONS = {
     "task_continuity": TaskContinuityConfig,
     "local": LocalConfig,
     "ui": UiConfig,
+    "mcp": McpConfig,
 }
 
 
@@ -521,7 +523,8 @@ def test_example_covers_every_field() -> None:
         fields = msgspec.structs.fields(cls)
         assert set(data[name]) == {f.name for f in fields}, name
         for f in fields:
-            assert data[name][f.name] == f.default, f"{name}.{f.name}"
+            default = f.default_factory() if f.default is msgspec.NODEFAULT else f.default
+            assert data[name][f.name] == default, f"{name}.{f.name}"
     assert data["user_id"] == Config().user_id
     assert data["models"] is None  # named models: shown as a commented example
     assert set(SECTIONS) == top - {"user_id", "models"}
@@ -585,10 +588,64 @@ def test_example_comments_every_key() -> None:
 def test_example_shows_every_key_of_a_models_entry() -> None:
     text = EXAMPLE.read_text(encoding="utf-8")
     for path, _ in named_leaves(Config):
-        assert f"#     {path.rsplit('.', 1)[-1]}: " in text, path
+        key = path.rsplit(".", 1)[-1]
+        assert f"#     {key}: " in text or f"#       {key}: " in text, path
 
 
 def test_example_mentions_env_fallbacks() -> None:
     text = EXAMPLE.read_text(encoding="utf-8")
     for word in ("$OPENAI_BASE_URL", "$OPENAI_API_KEY", "${VAR}", "$TROVE_HOME"):
         assert word in text
+
+
+# ----------------------------------------------------------------- mcp servers
+
+
+def test_mcp_servers_read_with_env_in_headers_and_env() -> None:
+    data = {
+        "mcp": {
+            "servers": {
+                "time": {
+                    "command": "uvx",
+                    "args": ["mcp-server-time"],
+                    "env": {"TZ": "${Z}"},
+                    "allow": ["get_current_time"],
+                },
+                "docs": {
+                    "url": "http://127.0.0.1:8765/mcp",
+                    "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"},
+                },
+            }
+        }
+    }
+    config = parse_config(data, source="c.yaml", env={"Z": "UTC", "DOCS_TOKEN": "t0k"})
+    time, docs = config.mcp.servers["time"], config.mcp.servers["docs"]
+    assert (time.command, time.args, time.env, time.allow) == (
+        "uvx",
+        ("mcp-server-time",),
+        {"TZ": "UTC"},
+        ("get_current_time",),
+    )
+    assert docs.url == "http://127.0.0.1:8765/mcp"
+    assert docs.headers == {"Authorization": "Bearer t0k"}
+
+
+@pytest.mark.parametrize(
+    ("server", "message"),
+    [
+        ({}, "c.yaml: mcp.servers.x: needs a command (stdio) or a url (streamable HTTP)"),
+        (
+            {"command": "a", "url": "http://h/mcp"},
+            "c.yaml: mcp.servers.x: has both command and url",
+        ),
+        ({"url": "ftp://h"}, "c.yaml: mcp.servers.x.url: expected an http:// or https:// URL"),
+        ({"command": "a", "args": "b"}, "c.yaml: mcp.servers.x.args: expected a list of strings"),
+        ({"command": "a", "allow": [1]}, "c.yaml: mcp.servers.x.allow: expected a list of strings"),
+        ({"command": "a", "cmd": 1}, "c.yaml: unknown key 'mcp.servers.x.cmd'"),
+    ],
+)
+def test_a_bad_mcp_server_is_one_line(server: dict, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config({"mcp": {"servers": {"x": server}}}, source="c.yaml", env={})
+    assert str(caught.value).startswith(message)
+    assert "\n" not in str(caught.value)

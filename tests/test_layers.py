@@ -20,6 +20,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("engine.surface",),
     ("engine.threads",),
     ("engine.model",),
+    ("engine.mcp",),
     ("engine.driver",),
     ("engine.compaction",),
     ("engine.continuity.archive",),

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.events import AssistantMessage, UserMessage
+from engine.events import AssistantMessage, ToolResult, UserMessage
 from engine.log import paused_gc
 from engine.surface import Entry, Message
 from engine.util.offload import run_drained
+from engine.util.tool_cut import cut_for_context
 
 SUMMARY_INSTRUCTIONS = """\
 You compact a conversation between a user and an assistant so the work can \
@@ -30,6 +31,8 @@ def _render(entry: Entry) -> str:
     event = entry.event
     role = "summary of earlier conversation" if entry.checkpoint else entry.role
     content = event.text if isinstance(event, UserMessage) else event.content or ""
+    if isinstance(event, ToolResult):
+        content = cut_for_context(entry.seq, content)  # the archive keeps it whole
     lines = [f"[{role}]"]
     if content:
         lines.append(content)

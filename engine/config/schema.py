@@ -250,6 +250,12 @@ def _value(spec: Leaf, value: object, path: str, ctx: _Context) -> object:
         value = expanded
         if value == "" and spec.nullable:
             return None  # `api_key: ${UNSET}` means "not set", not "the empty key"
+    elif isinstance(value, dict):  # env: and headers: take ${VAR} in their values
+        value = {
+            k: ctx.expand(v, f"{path}.{k}") if isinstance(v, str) else v for k, v in value.items()
+        }
+    elif isinstance(value, list):
+        value = [ctx.expand(v, path) if isinstance(v, str) else v for v in value]
     expected = spec.expected + (" or null" if spec.nullable else "")
     if value is None:
         if spec.nullable:

@@ -23,6 +23,7 @@ import msgspec
 from msgspec import Meta, Struct, field
 
 from engine.config.errors import ConfigError
+from engine.config.mcp import McpConfig, check_servers
 from engine.config.schema import accepts, check, describe, leaf, leaves
 
 
@@ -303,6 +304,7 @@ class Config(Struct, frozen=True):
     task_continuity: TaskContinuityConfig = field(default_factory=TaskContinuityConfig)
     local: LocalConfig = field(default_factory=LocalConfig)
     ui: UiConfig = field(default_factory=UiConfig)
+    mcp: McpConfig = field(default_factory=McpConfig)
     user_id: Annotated[
         str,
         _key(
@@ -359,6 +361,7 @@ def parse_config(data: object, *, source: str, env: Mapping[str, str] | None = N
         raise ConfigError(
             f"{source}: model.default: no model {default!r} in models: (models: {names})"
         )
+    check_servers(config.mcp, source)
     return msgspec.structs.replace(config, model=_env_fallback(config.model, source, env))
 
 

@@ -9,6 +9,9 @@ archive work runs in a worker thread; note bookkeeping is in notebook.py.
 from __future__ import annotations
 
 import asyncio
+import bisect
+import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from engine.continuity.archive.extract import is_source_id
@@ -27,7 +30,9 @@ from engine.continuity.notes.note import (
 )
 from engine.continuity.notes.notebook import write_checked
 from engine.continuity.search.view import MAX_QUERY_CHARS, PAGE_CHARS, error, parse_role
+from engine.events import LogEvent, ToolResult
 from engine.model.tools import Tool
+from engine.util.tool_cut import source_id
 
 AUTHORITY_CONTRACT = (
     "Task continuity. You can keep short task notes (task_note) and recover exact "
@@ -105,12 +110,33 @@ def search_result(snapshot: Snapshot, args: Any) -> dict[str, Any]:
 
 
 def read_result(snapshot: Snapshot, args: Any) -> dict[str, Any]:
-    """The exact `history_read` result for these arguments (blocking)."""
+    """The exact `history_read` result for these arguments (blocking).
+
+    A tool result the archive holds cut (longer than `max_record_chars`) is read
+    whole from the log, which keeps every result whole: the context named its id
+    for exactly that (engine.util.tool_cut)."""
     try:
         source, offset = _read_args(args)
     except _BadArguments as exc:
         return error("invalid_arguments", str(exc))
-    return snapshot.view().read(source, offset)
+    view = snapshot.view()
+    found = view.lookup(source)
+    if found is not None and found.truncated and found.role == "tool":
+        whole = _logged_result(snapshot.events, found.seq, source)
+        if whole is not None:
+            view.by_id[source] = dataclasses.replace(found, text=whole, truncated=False)
+    return view.read(source, offset)
+
+
+def _logged_result(events: Sequence[LogEvent], seq: int, source: str) -> str | None:
+    """The whole text of the tool result logged at `seq`, if it is the source `source`."""
+    at = bisect.bisect_left(events, seq, key=lambda event: event.seq)
+    if at == len(events) or events[at].seq != seq:
+        return None
+    event = events[at]
+    if not isinstance(event, ToolResult) or source_id("tool", seq, event.content) != source:
+        return None
+    return event.content
 
 
 # -- the tools ----------------------------------------------------------------------

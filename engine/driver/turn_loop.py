@@ -124,13 +124,13 @@ class TurnLoop(DriverState):
             self._partial.append(text)
             self._tell("on_delta", turn, text)
 
-        tools = self.offered_tools().schemas() or None
-
         async def attempt() -> Any:
             self._partial = []
-            return await self.model.complete(
-                await self.request_messages(), tools=tools, on_delta=on_delta
-            )
+            messages = await self.request_messages()
+            # After the messages: the extension may bring tools up as it amends them
+            # (MCP servers start on the first request).
+            tools = self.offered_tools().schemas() or None
+            return await self.model.complete(messages, tools=tools, on_delta=on_delta)
 
         try:
             return await attempt()
@@ -171,10 +171,14 @@ class TurnLoop(DriverState):
                 completion = await self._request(turn)
                 self._partial = []
                 calls = list(completion.tool_calls)
+                offered = self.offered_tools()
                 self.log.append(
                     AssistantMessage(
                         content=completion.content,
-                        tool_calls=tuple(ToolCall(c.id, c.name, c.arguments) for c in calls),
+                        tool_calls=tuple(
+                            ToolCall(c.id, c.name, c.arguments, offered.server_of(c.name))
+                            for c in calls
+                        ),
                         usage=usage_as_sent(completion.usage),
                         model=completion.model,
                         model_entry=self.model_entry,
@@ -202,8 +206,12 @@ class TurnLoop(DriverState):
                 pending_calls = list(calls)
                 while pending_calls:
                     call = pending_calls[0]
-                    content = await self.offered_tools().call(call.name, call.arguments)
-                    self.log.append(ToolResult(call_id=call.id, name=call.name, content=content))
+                    box = self.offered_tools()
+                    content = await box.call(call.name, call.arguments)
+                    server = box.server_of(call.name)
+                    self.log.append(
+                        ToolResult(call_id=call.id, name=call.name, content=content, server=server)
+                    )
                     pending_calls.pop(0)
                 if not calls and (not self._steering or self._steering[0].held):
                     break

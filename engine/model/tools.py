@@ -13,7 +13,8 @@ from typing import Any
 
 from msgspec import Struct
 
-Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | str]]
+"""A tool's body: a JSON-able result, or text that is the result as it is (MCP tools)."""
 
 
 class Tool(Struct, frozen=True):
@@ -21,6 +22,8 @@ class Tool(Struct, frozen=True):
     description: str
     parameters: dict[str, Any]
     handler: Handler
+    server: str | None = None
+    """The MCP server the tool comes from (None: Trove's own)."""
 
     def schema(self) -> dict[str, Any]:
         return {
@@ -55,6 +58,11 @@ class ToolBox:
     def __bool__(self) -> bool:
         return bool(self._tools)
 
+    def server_of(self, name: str) -> str | None:
+        """The MCP server of the tool named `name` (None: Trove's own, or no such tool)."""
+        tool = self._tools.get(name)
+        return tool.server if tool is not None else None
+
     def names(self) -> list[str]:
         return list(self._tools)
 
@@ -75,4 +83,6 @@ class ToolBox:
             result = await tool.handler(args)
         except Exception as exc:  # a tool bug must not end the turn
             return error_result("tool_failed", f"{type(exc).__name__}: {exc}")
+        if isinstance(result, str):
+            return result
         return json.dumps(result, ensure_ascii=False)

@@ -26,6 +26,7 @@ from engine.port import EngineState, ErrorHook, Listener, Port, Unsubscribe
 from engine.runtime.builtin import register_builtins
 from engine.runtime.commands import CommandRegistry, FrontEnd
 from engine.runtime.continuity import ThreadContinuity
+from engine.runtime.mcp_tools import TROVE_TOOLS, ToolsExtension, register_tools_command
 from engine.runtime.relay import DriverRelay, engine_state
 from engine.runtime.system_prompt import SYSTEM_PROMPT, SystemPrompt
 from engine.surface import Surface
@@ -36,6 +37,7 @@ from engine.util.offload import run_drained
 
 if TYPE_CHECKING:
     from engine.continuity import ContinuityContext
+    from engine.mcp import McpHub
 
 INTERRUPTED_COMPACTION = (
     "The compaction that was running when Trove last quit was interrupted; nothing was lost: "
@@ -202,8 +204,14 @@ class Runtime(Struct):
     """What tells the front ends of the model client's retries and waits."""
     front_end: FrontEnd | None = None
     """The front end's hook for the commands that switch threads or quit."""
+    mcp: McpHub | None = None
+    """The MCP servers (None: none configured); they start with the first request."""
 
     def __post_init__(self) -> None:
+        if self.mcp is not None:
+            # The front end asks before a tool not in `allow` runs (None: such tools are denied).
+            self.mcp.consent = getattr(self.front_end, "ask_consent", None)
+        register_tools_command(self.commands, self.mcp)
         register_builtins(self, self.front_end)  # the command list is whole once built
 
     def use_model(self, backend: Backend) -> ModelClient:
@@ -217,6 +225,8 @@ class Runtime(Struct):
         self.compaction.context_window = backend.context_window
         if self._continuity is not None:
             self._continuity.offer_tools(backend.tools_enabled)
+        if isinstance(self.driver.extension, ToolsExtension):
+            self.driver.extension.offer = backend.tools_enabled
         self.backend = backend
         return old
 
@@ -316,11 +326,18 @@ class Runtime(Struct):
             context_window=window,
             capture=continuity.capture if continuity is not None else None,
         )
+        hub: McpHub | None = None
+        extension: ThreadContinuity | ToolsExtension | None = continuity
+        if config.mcp.servers:  # the hub (and later the SDK) only when servers are configured
+            from engine.mcp import McpHub
+
+            hub = McpHub(config.mcp, reserved=TROVE_TOOLS)
+            extension = ToolsExtension(continuity, hub, offer=offer_tools)
         driver = Driver(
             thread.log,
             client,
             hooks=compaction,
-            extension=continuity,
+            extension=extension,
             max_tool_rounds=config.model.max_tool_rounds,
             surface=surface,
             observers=[relay],
@@ -351,6 +368,7 @@ class Runtime(Struct):
             backend=backend,
             relay=relay,
             front_end=front_end,
+            mcp=hub,
         )
 
     def subscribe(self, listener: Listener, *, on_error: ErrorHook | None = None) -> Unsubscribe:
@@ -372,6 +390,8 @@ class Runtime(Struct):
         self.driver.close_admission()
         await self.commands.aclose()
         await self.driver.aclose()
+        if self.mcp is not None:
+            await self.mcp.aclose()
         await self.model.aclose()
         if self._continuity is not None:
             self._continuity.close()

@@ -38,6 +38,7 @@ from engine.surface.entry import (
     tool_entry,
     user_entry,
 )
+from engine.util.tool_cut import TOOL_RESULT_CONTEXT_CHARS, cut_for_context
 
 __all__ = ["Entry", "Message", "Surface", "estimate_tokens", "tokens_for_chars"]
 
@@ -311,7 +312,7 @@ class Surface:
         never reached the log (a crash or cancel) gets a synthetic error
         result so the request stays valid. Orphan results are dropped.
         """
-        results = {e.result_of: e.message for e in self.entries if e.role == "tool"}
+        results = {e.result_of: _in_context(e) for e in self.entries if e.role == "tool"}
         out: list[Message] = []
         for entry in self.entries:
             if entry.role == "tool":
@@ -335,3 +336,12 @@ _HANDLERS: dict[type, Callable[[Surface, Any], None]] = {
     EndSeed: Surface._seam,
     CompactSummary: Surface._summary,
 }
+
+
+def _in_context(entry: Entry) -> Message:
+    """A tool result as a request carries it: a long one cut, with a note (util.tool_cut)."""
+    message = entry.message
+    content = message.get("content")
+    if not isinstance(content, str) or len(content) <= TOOL_RESULT_CONTEXT_CHARS:
+        return message
+    return {**message, "content": cut_for_context(entry.seq, content)}

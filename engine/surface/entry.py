@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from engine.events import AssistantMessage, ToolResult, UserMessage
+from engine.util.tool_cut import context_chars
 
 Message = dict[str, Any]
 
@@ -116,7 +117,7 @@ def assistant_entry(event: AssistantMessage, turn: int | None) -> Entry:
 
 
 def tool_entry(event: ToolResult, turn: int | None) -> Entry:
-    tokens = (len(event.content) + 3) // 4 + 4
+    tokens = (context_chars(event.content) + 3) // 4 + 4
     return Entry(event.seq, "tool", event, tokens, False, turn, (), event.call_id)
 
 

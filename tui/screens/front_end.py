@@ -15,6 +15,7 @@ from typing import Any
 
 from textual.screen import Screen
 
+from engine.mcp import Answer, ConsentRequest
 from engine.model.backend import Backend
 from engine.runtime import Runtime
 from engine.runtime.commands import Command
@@ -66,6 +67,12 @@ class ChatFrontEnd:
         from tui.screens.confirm import ask
 
         return await ask(self._screen.app, question)
+
+    async def ask_consent(self, request: ConsentRequest) -> Answer:
+        """An MCP tool not in `allow`: allow once, for this thread, or deny (a dialog)."""
+        from tui.screens.consent import ask_consent
+
+        return await ask_consent(self._screen.app, request)
 
     # the Shell of tui.actions: the screen's own keys' actions, once the command returned
 

@@ -14,13 +14,13 @@ in their original order.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from engine.continuity.archive.records import Source
 from engine.events import LogEvent, UserMessage
+from engine.util.tool_cut import source_id as source_id  # the id is defined below the surface
 
 SOURCE_ID = re.compile(r"^r[0-9a-f]{32}$")
 ROLES = ("user", "assistant", "tool")
@@ -45,16 +45,6 @@ class OfferedMessage(NamedTuple):
     role: str
     message: Mapping[str, Any]
     hidden: bool = False
-
-
-def source_id(role: str, seq: int, text: str) -> str:
-    """'r' + 32 hex over role, message identity and text.
-
-    Hashing the text as well as the seq makes an edited message a new source
-    version, so an old citation can never silently point at changed words.
-    """
-    digest = hashlib.sha256(f"{role}\0{seq}\0{text}".encode()).hexdigest()
-    return "r" + digest[:32]
 
 
 def is_source_id(value: object) -> bool:
