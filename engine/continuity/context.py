@@ -35,6 +35,9 @@ class Snapshot:
     scope: str
     store: ArchiveStore | None
     index: ActiveIndex = field(default_factory=ActiveIndex)
+    line: Sequence[LogEvent] = ()
+    """The line's events (older ones read from the log's file: only in a worker), for a
+    tool result the archive holds cut (engine.continuity.tools); empty: not read."""
 
     def view(self) -> HistoryView:
         """Resolve and open the history (blocking: may read the archive)."""
@@ -120,4 +123,6 @@ class ContinuityContext:
 
     def snapshot(self) -> Snapshot:
         active = surface_inputs(self.entries(), self.hidden_seqs())
-        return Snapshot(self.recorded(), active, self.scope, self.store, self.index)
+        return Snapshot(
+            self.recorded(), active, self.scope, self.store, self.index, self.events()
+        )

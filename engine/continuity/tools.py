@@ -122,7 +122,7 @@ def read_result(snapshot: Snapshot, args: Any) -> dict[str, Any]:
     view = snapshot.view()
     found = view.lookup(source)
     if found is not None and found.truncated and found.role == "tool":
-        whole = _logged_result(snapshot.events, found.seq, source)
+        whole = _logged_result(snapshot.line, found.seq, source)
         if whole is not None:
             view.by_id[source] = dataclasses.replace(found, text=whole, truncated=False)
     return view.read(source, offset)

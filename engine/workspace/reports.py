@@ -60,7 +60,7 @@ def thread_snapshot(
     store = ArchiveStore(
         archive_path(directory), config or TaskContinuityConfig(), readonly=True, scope=scope
     )
-    return Snapshot(events, active, scope, store)
+    return Snapshot(events, active, scope, store, line=events)
 
 
 def cli_search(
