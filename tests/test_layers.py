@@ -39,6 +39,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tui.ui_state",
     ),
     ("tui.startup.collection", "tui.startup.opening"),
+    ("tui.live",),
     ("tui.widgets",),
     ("tui.inspector",),
     ("tui.bridge", "tui.actions"),

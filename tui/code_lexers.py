@@ -10,12 +10,14 @@ is noted; the chat screen builds the noted lexers in a worker thread after
 its first frames (`build_wanted`, tui.screens.warm_up), then
 `finish()` bumps `generation` and the replies that drew a plain block draw
 again, highlighted. After that every block is highlighted as it is drawn,
-as Rich does.
+as Rich does, except in the reply being streamed: it asks `built` and has
+`build` run in a worker thread for a language it has not seen yet.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable
 
 _built: set[str] = {"text"}
 """Lexer names (lower case) whose Pygments class is built, or that name none."""
@@ -48,15 +50,25 @@ def waits_for(name: str) -> bool:
     return True
 
 
-def build_wanted() -> None:
-    """Build the lexers plain blocks asked for (in a worker thread: it holds no UI state)."""
+def built(name: str) -> bool:
+    """Whether the lexer of this language is built (or there is none to build)."""
+    return name.lower() in _built
+
+
+def build(names: Iterable[str]) -> None:
+    """Build these languages' lexers (in a worker thread: it holds no UI state)."""
     from pygments.lexers import get_lexer_by_name  # type: ignore[import-untyped]
     from pygments.util import ClassNotFound  # type: ignore[import-untyped]
 
-    for name in sorted(_wanted - _built):
+    for name in sorted({n.lower() for n in names} - _built):
         with contextlib.suppress(ClassNotFound):  # Rich draws an unknown language plain too
             get_lexer_by_name(name)  # the class's rules are compiled on the first instance
         _built.add(name)
+
+
+def build_wanted() -> None:
+    """Build the lexers plain blocks asked for (in a worker thread: it holds no UI state)."""
+    build(_wanted.copy())  # one C call: the loop may add to it meanwhile
 
 
 def finish() -> None:

@@ -53,6 +53,12 @@ one wake per gap, and the text is at most a gap later.
 """
 WAITED = 0.0003
 """A read taking this long waited for the network (a buffered read takes microseconds)."""
+TURN = 0.001
+"""Seconds the UI loop gets to itself between two stretches of a fast stream's reading."""
+FAST_BURST = 16384
+"""Bytes read since the loop last had a turn from which a stream counts as fast: a read
+that then waits gives the loop a turn but no `READ_GAP` (the data is arriving faster than
+it is read, and a gap would only let the reader fall behind)."""
 
 
 class ModelObserver(Protocol):
@@ -226,6 +232,7 @@ class ModelClient:
         loads = orjson.loads
         reads = http.aiter_bytes().__aiter__()
         last_yield = time.monotonic()
+        burst = 0
         while True:
             asked = time.monotonic()
             try:
@@ -266,14 +273,17 @@ class ModelClient:
                 await _drain(reads)
                 return
             now = time.monotonic()
-            if now - asked > WAITED:
+            burst += len(raw)
+            waited = now - asked > WAITED
+            if waited and burst < FAST_BURST:
                 await asyncio.sleep(READ_GAP)
-                last_yield = time.monotonic()
-            elif now - last_yield > YIELD_EVERY:
-                # Reads already buffered return without a suspension point;
-                # yield so keystrokes and frames are not starved.
-                await asyncio.sleep(0)
-                last_yield = time.monotonic()
+                last_yield, burst = time.monotonic(), 0
+            elif waited or now - last_yield > YIELD_EVERY:
+                # Reads already buffered return without a suspension point; a turn of
+                # the loop (sleep(0)) is one step of each task, too little for frames and
+                # keystrokes: they get `TURN`, the reader the rest.
+                await asyncio.sleep(TURN)
+                last_yield, burst = time.monotonic(), 0
 
     async def aclose(self) -> None:
         """Release pooled connections; safe to call when no request was ever made."""

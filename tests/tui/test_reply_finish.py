@@ -131,3 +131,26 @@ async def test_a_frame_waits_while_keys_arrive_but_never_for_long():
         frame_by_hand()
         message._draw()
         assert message.open_text == "first words more "
+
+
+async def test_a_frame_held_for_keys_is_drawn_once_enough_text_gathered():
+    """While keys arrive a frame is held back, but one that gathered `HELD_CHARS` is drawn
+    at once: at a fast model's pace frames stay small rather than rare."""
+    import time
+
+    from tests.tui.conftest import until
+    from tui.widgets.assistant_message import HELD_CHARS
+
+    app: TypingApp[None] = TypingApp()
+    async with app.run_test() as pilot:
+        message = AssistantMessage()
+        await app.mount(message)
+        app.typed_at = time.monotonic() + 3600  # keys arriving all along
+        message.write("first words ")
+        assert message._frame is not None
+        message._frame.stop()
+        message._draw()  # due: held for the keys
+        assert message._held and message.open_text == ""
+        message.write("x" * HELD_CHARS)
+        await until(pilot, lambda: message.drawn.startswith("first words x"))
+        assert not message._held

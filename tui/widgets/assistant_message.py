@@ -1,17 +1,18 @@
-"""The reply being streamed: drawn at a frame rate from cached lines, one widget throughout.
+"""The reply being streamed: drawn at a frame rate from kept rows, one widget throughout.
 
 However fast the model, the UI loop draws at most one frame per `FRAME`
 (fewer while the user types: `TYPING_FRAME`): a delta only joins a list
-and, if none is armed, arms the frame's timer. While
-it streams, the reply draws itself line by line: finished Markdown blocks are
-frozen into runs (at least `FREEZE_CHARS` of them at a time) whose lines are
-rendered once at the current width and kept, and only the open tail is
-parsed and rendered again each frame, once, for both the layout's measure
-and the drawing. The widget's height is a count of lines, no child is ever
-mounted, and a frame costs one layout. Once the log holds the reply, it
-shows the log's text rendered exactly as a reply replayed from the log
-(`PastReply`) is, so live and resumed replies look the same; that one
-render of the whole text runs in a worker thread while the streamed lines
+and, if none is armed, arms the frame's timer. A frame reads the text
+written since the last one into the reply's rows (tui.live): finished
+blocks are drawn once and kept, a code block's lines are lexed and drawn
+about once each, a long paragraph's rows are kept once they cannot change,
+so a frame costs about the text it adds, however long the reply. The
+widget's height is a count of rows, no child is ever mounted, and a row is
+drawn when it is shown. A language whose Pygments lexer is not built yet is
+drawn plain until a worker thread has built it. Once the log holds the
+reply, it shows the log's text rendered exactly as a reply replayed from the
+log (`PastReply`) is, so live and resumed replies look the same; that one
+render of the whole text runs in a worker thread while the streamed rows
 stay on screen, so a long reply's end does not hold the loop.
 
 Imported on the first reply, not at launch. The text shown (and copied) is
@@ -24,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from typing import TYPE_CHECKING
 
 from rich.markdown import Markdown as RichMarkdown
 from textual import getters
@@ -33,10 +35,18 @@ from textual.style import Style as VisualStyle
 from textual.timer import Timer
 from textual.visual import Visual, visualize
 
+if TYPE_CHECKING:
+    from rich.console import ConsoleRenderable
+
 from engine.util.safe_text import SafeStream, safe_text
+from tui import code_lexers
 from tui.drawn_lines import DrawnReply
+from tui.live.markdown import Draw, Render
+from tui.live.reply import FREEZE_CHARS, LiveReply
 from tui.typed import TypingApp
 from tui.widgets.chat_message import PastReply
+
+__all__ = ["FREEZE_CHARS", "AssistantMessage"]
 
 FRAME = 1 / 30
 """Seconds between draws of a streaming reply, at the least.
@@ -49,48 +59,15 @@ TYPING_FRAME = 0.1
 """Seconds a frame may be held back while keys arrive: a reply being streamed while the
 user types draws about this often, so a key's echo mostly finds the loop free (bench/tui.py
 measures the keystroke latency this buys)."""
+HELD_CHARS = 2000
+"""Characters a frame held back for keys may gather, at most: a frame costs about the
+text it reads, so at a fast model's pace frames stay short rather than rarer."""
+NOW = 0.001
+"""Seconds before a frame that is due at once."""
 FRAME_WAIT = 1.0
 """Seconds the end waits, at most, for the frame showing the whole streamed text."""
-FREEZE_CHARS = 500
-"""Finished text frozen into a part at once: fewer parts, against a longer tail per frame."""
-
-
-def split_open_block(source: RichMarkdown, text: str) -> int:
-    """Where the last top-level block of `text` starts (0: it is all one open block).
-
-    Everything before it is finished: a later delta can only extend or
-    change the last block (an open fence, a list, a paragraph).
-    """
-    for token in reversed(source.parsed):
-        if token.level == 0 and token.map is not None:
-            line = token.map[0]
-            if line == 0:
-                return 0
-            at = -1
-            for _ in range(line):
-                at = text.find("\n", at + 1)
-                if at < 0:
-                    return 0
-            return at + 1
-    return 0
-
-
-class _StreamLines:
-    """A streaming reply's rendered lines at one width and style."""
-
-    def __init__(self) -> None:
-        self.reset(0, None)
-
-    def reset(self, width: int, style: VisualStyle | None) -> None:
-        self.width = width
-        self.style = style
-        self.frozen: list[Strip] = []
-        """The frozen runs' lines, a blank line between runs."""
-        self.runs = 0
-        """Frozen runs rendered into `frozen`."""
-        self.tail: list[Strip] | None = None
-        """The open tail's lines; None: the frame changed it, render it again."""
-        self.all: list[Strip] | None = None
+LEXERS = "building-lexers"
+"""Worker group that builds the lexers of languages the reply draws plain meanwhile."""
 
 
 class AssistantMessage(PastReply):
@@ -103,20 +80,20 @@ class AssistantMessage(PastReply):
         self._safe = SafeStream()
         self._pending: list[str] = []
         """Text written since the last frame was drawn."""
-        self._runs: list[str] = []
-        """Frozen runs of finished blocks, in order; each is rendered once per width."""
-        self._open = ""
-        """The text of the open tail: the blocks not frozen yet."""
-        self._open_source: RichMarkdown | None = None
-        """The open tail parsed by the last frame (rendered at most once per frame)."""
-        self._lines = _StreamLines()
+        self._pending_chars = 0
+        self._live: LiveReply | None = None
+        """The streamed rows (tui.live), at the width and style they were drawn for."""
         self._streaming = False
-        """Frames draw the reply (from `_lines`), not the log's text yet."""
+        """Frames draw the reply (from `_live`), not the log's text yet."""
         self._frame: Timer | None = None
         self._busy = False
         """A frame is being drawn and has not reached the screen yet."""
         self._due = 0.0
         """When the frame held back for typing first fell due (0: none is held)."""
+        self._held = False
+        """The armed frame is one held back for keys."""
+        self._building: set[str] = set()
+        """Languages whose lexers a worker is building."""
         self._streamed = False
         self._finished = False
 
@@ -134,19 +111,19 @@ class AssistantMessage(PastReply):
     @property
     def drawn(self) -> str:
         """The text the widget draws now: its frames while streaming, then the log's text."""
-        if not self._streaming:
+        if not self._streaming or self._live is None:
             return self.text
-        return "".join(self._runs) + self._open
+        return self._live.text
 
     @property
     def frozen_runs(self) -> int:
-        """Runs of finished blocks frozen so far (none once the reply is finished)."""
-        return len(self._runs) if self._streaming else 0
+        """Parts of the reply kept so far (none once the reply is finished)."""
+        return len(self._live.parts) if self._streaming and self._live is not None else 0
 
     @property
     def open_text(self) -> str:
-        """The open tail that each frame parses and renders again."""
-        return self._open if self._streaming else ""
+        """The text each frame reads again: the open tail, or the block being streamed."""
+        return self._live.open_text if self._streaming and self._live is not None else ""
 
     def write(self, fragment: str) -> None:
         """Called per delta; returns at once: the next frame draws it."""
@@ -155,9 +132,15 @@ class AssistantMessage(PastReply):
             return
         self._parts.append(fragment)
         self._pending.append(fragment)
+        self._pending_chars += len(fragment)
         self._streamed = True
         if self._frame is None and not self._busy:
             self._frame = self.set_timer(FRAME, self._draw, name="reply frame")
+        elif self._held and self._pending_chars >= HELD_CHARS and self._frame is not None:
+            self._held = False  # held for keys, but it has gathered enough: draw it now
+            self._frame.stop()
+            # Not 0: a Textual timer of 0 seconds never fires (it divides by its interval).
+            self._frame = self.set_timer(NOW, self._draw, name="reply frame")
 
     def _draw(self) -> None:
         self._frame = None
@@ -165,6 +148,7 @@ class AssistantMessage(PastReply):
             return
         started = time.monotonic()
         held = self._held_for_keys(started)
+        self._held = bool(held)
         if held:
             self._frame = self.set_timer(held, self._draw, name="reply frame")
             return
@@ -180,9 +164,10 @@ class AssistantMessage(PastReply):
         frame waits until `TYPING_FRAME` after the last key, but never longer
         than `TYPING_FRAME` after it first fell due: a typist gets a loop with
         far fewer frames in it, and the reply still moves several times a second.
+        A frame that gathered `HELD_CHARS` is not held.
         """
         typed = now - self.app.typed_at
-        if typed >= TYPING_FRAME:
+        if typed >= TYPING_FRAME or self._pending_chars >= HELD_CHARS:
             self._due = 0.0
             return 0.0
         due = self._due = self._due or now
@@ -193,54 +178,51 @@ class AssistantMessage(PastReply):
         return wait
 
     def _show_pending(self) -> None:
-        """Take what was written since the last frame: freeze finished blocks, reparse the tail.
+        """Hand what was written since the last frame to the streamed rows.
 
-        Nothing is rendered here: the layout that follows measures the reply
-        by rendering what changed, and drawing reuses those lines.
+        Nothing is read or drawn here: the layout that follows measures the
+        reply, which reads the new text, and drawing uses the rows it kept.
         """
-        text = self._open + "".join(self._pending)
+        if self._live is None:
+            self._live = LiveReply(Draw(0, lambda renderable: []))
+        self._live.feed("".join(self._pending))
         self._pending.clear()
-        source = RichMarkdown(text)
-        split = split_open_block(source, text)
-        if split >= FREEZE_CHARS:
-            self._runs.append(text[:split])
-            text = text[split:]
-            source = RichMarkdown(text)
-        self._open = text
-        self._open_source = source
-        self._lines.tail = None
+        self._pending_chars = 0
         self._streaming = True
         self.refresh(layout=True)
 
-    def _stream_lines(self, width: int) -> list[Strip]:
-        """The streamed reply as lines at `width`: frozen runs rendered once, the tail once
-        per frame; a new width or style renders the runs again."""
-        lines = self._lines
+    def _live_at(self, width: int) -> LiveReply:
+        """The streamed rows at `width` and the current style, with the new text read."""
+        live = self._live
+        assert live is not None
         style = self.visual_style
-        if width != lines.width or style != lines.style:
-            lines.reset(width, style)
-        for run in self._runs[lines.runs :]:
-            if lines.frozen:
-                lines.frozen.append(Strip.blank(width, style.rich_style))
-            lines.frozen.extend(self._render_markdown(RichMarkdown(run), width, style))
-            lines.runs += 1
-            lines.all = None
-        if lines.tail is None:
-            source = self._open_source or RichMarkdown(self._open)
-            lines.tail = self._render_markdown(source, width, style)
-            lines.all = None
-        if lines.all is None:
-            gap = [Strip.blank(width, style.rich_style)] if lines.frozen and lines.tail else []
-            lines.all = lines.frozen + gap + lines.tail
-        return lines.all
+        changed = live.draw.width != width or live.draw.key != style
+        if changed:
+            live.resize(Draw(width, self._renderer(width, style), style))
+        if live.update() or changed:
+            wanted = live.wanted - self._building
+            if wanted:
+                self._building |= wanted
+                self.run_worker(self._build_lexers(wanted), group=LEXERS, exit_on_error=False)
+        return live
 
-    def _render_markdown(self, source: RichMarkdown, width: int, style: VisualStyle) -> list[Strip]:
-        return Visual.to_strips(self, visualize(self, source), width, None, style)
+    def _renderer(self, width: int, style: VisualStyle) -> Render:
+        def render(renderable: ConsoleRenderable) -> list[Strip]:
+            return Visual.to_strips(self, visualize(self, renderable), width, None, style)
+
+        return render
+
+    async def _build_lexers(self, names: set[str]) -> None:
+        """Build these languages' lexers off the loop, then draw their blocks again."""
+        await asyncio.to_thread(code_lexers.build, names)
+        if self._live is not None and self._streaming:
+            self._live.lexers_built()
+            self.refresh(layout=True)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         if not self._streaming:
             return super().get_content_height(container, viewport, width)
-        return len(self._stream_lines(width)) if width else 0
+        return self._live_at(width).height if width else 0
 
     def to_keep(self) -> DrawnReply | None:
         """Kept for the next open only once finished: the lines streamed are not the reply."""
@@ -252,8 +234,9 @@ class AssistantMessage(PastReply):
         if not self._streaming:
             return super().render_line(y)
         width = self.size.width
-        lines = self._stream_lines(width)
-        return lines[y] if 0 <= y < len(lines) else Strip.blank(width)
+        if not width:
+            return Strip.blank(width)
+        return self._live_at(width).row(y)
 
     def _size_updated(
         self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
@@ -288,11 +271,11 @@ class AssistantMessage(PastReply):
         """The final text from the log wins over whatever the frames showed.
 
         When it is the text that was streamed, the part no frame drew yet is
-        drawn first, so the whole reply is on screen at the cost of the open
-        tail; the reply may end in the same tick as its last delta, before
-        any frame showed it. Then, after that frame, the streamed lines give
-        way to one render of the log's text (a torn or cleaned-up reply goes
-        straight to it).
+        drawn first, so the whole reply is on screen at the cost of the text
+        not read yet; the reply may end in the same tick as its last delta,
+        before any frame showed it. Then, after that frame, the streamed rows
+        give way to one render of the log's text (a torn or cleaned-up reply
+        goes straight to it).
         """
         text = safe_text(text)
         self._finished = True
@@ -304,7 +287,7 @@ class AssistantMessage(PastReply):
                 self._show_pending()
             await self._next_frame()
         # The whole reply is parsed and rendered once more, off the loop: a long one
-        # takes tens of milliseconds, and the streamed lines stay on screen meanwhile.
+        # takes tens of milliseconds, and the streamed rows stay on screen meanwhile.
         width, style = self.size.width, self.visual_style
         rendered = None
         if self.is_mounted and width:
@@ -312,11 +295,8 @@ class AssistantMessage(PastReply):
                 rendered = await asyncio.to_thread(_render_whole, self, text, width, style)
         source, lines = rendered if rendered is not None else (RichMarkdown(text), None)
         self.text = text
-        self._runs.clear()
-        self._open = ""
-        self._open_source = None
         self._streaming = False
-        self._lines = _StreamLines()
+        self._live = None
         self.update(source)
         if lines is not None and self.size.width == width and self.visual_style == style:
             self.plain_code = False

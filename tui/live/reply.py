@@ -1,0 +1,285 @@
+"""The streamed reply's rows: finished parts kept, the open part drawn again each frame.
+
+Text is fed as it arrives (appending to a list) and read at the next frame
+(`update`, from the widget's layout). The open tail, the blocks not finished
+yet, is parsed each frame. Its finished blocks are kept as parts, drawn once,
+when at least `FREEZE_CHARS` of them gathered (fewer parts, against a longer
+tail per frame). A fenced code block is kept as its own part from its first
+line on (`LiveCode`), as is a paragraph once it is `LONG_PARAGRAPH` long
+(`LiveParagraph`): they read the text until their block ends and hand back
+what follows. A part's rows are the rows Rich draws for the whole reply
+there, blank rows between parts included (finished blocks are drawn after a
+stand-in for the part above, see `render_after`), so the rows are the reply's.
+
+A new width or style draws every part again, once (a code block keeps its
+tokens). Languages whose lexer is not built yet are drawn plain and listed
+in `wanted`; once the reply has them built off the loop, `lexers_built`
+draws those parts again.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from typing import TYPE_CHECKING, Protocol
+
+from textual.strip import Strip
+
+from tui.live.code import LiveCode
+from tui.live.markdown import (
+    Draw,
+    LiveMarkdown,
+    blocks,
+    has_image,
+    line_offset,
+    new_line_after,
+    render_after,
+)
+from tui.live.paragraph import LiveParagraph
+
+if TYPE_CHECKING:
+    from markdown_it.token import Token
+
+FREEZE_CHARS = 500
+"""Finished text kept as a part at once."""
+LONG_PARAGRAPH = 2000
+"""Characters of an open paragraph from which its rows are kept as it grows."""
+
+BLANK = Strip([])
+"""The row Rich puts between two blocks."""
+
+
+class Part(Protocol):
+    new_line: bool
+    """Whether Rich puts a blank row after it (its last block's `new_line`)."""
+
+    @property
+    def height(self) -> int: ...
+
+    def gap(self, before: bool | None) -> int:
+        """Blank rows above it after a part whose `new_line` is `before` (None: first)."""
+        ...
+
+    def row(self, y: int) -> Strip: ...
+
+    def resize(self, draw: Draw) -> None: ...
+
+    def lexer_built(self) -> None: ...
+
+
+class _Blocks:
+    """Finished blocks drawn once as Rich draws them, the blank row above them included."""
+
+    def __init__(self, draw: Draw, text: str, new_line: bool, before: bool | None) -> None:
+        self.text = text
+        self.new_line = new_line
+        self._before = before
+        self.resize(draw)
+
+    @property
+    def height(self) -> int:
+        return len(self._rows)
+
+    def gap(self, before: bool | None) -> int:
+        return 0
+
+    def row(self, y: int) -> Strip:
+        return self._rows[y]
+
+    def resize(self, draw: Draw) -> None:
+        self._draw = draw
+        self._rows, self.wanted = render_after(draw, self.text, self._before)
+
+    def lexer_built(self) -> None:
+        if self.wanted:
+            self.resize(self._draw)
+
+
+class LiveReply:
+    """A streamed reply's rows at one width and style."""
+
+    def __init__(self, draw: Draw) -> None:
+        self._draw = draw
+        self._fed: list[str] = []
+        self._pending: list[str] = []
+        self.parts: list[Part] = []
+        self._starts: list[int] = []
+        """Each kept part's first row."""
+        self._kept_height = 0
+        self._open = ""
+        """The open tail's text (while no part reads the block being streamed)."""
+        self._open_rows: list[Strip] = []
+        self._open_wanted: set[str] = set()
+        self._mode: LiveCode | LiveParagraph | None = None
+        """The part reading the block being streamed."""
+
+    @property
+    def draw(self) -> Draw:
+        return self._draw
+
+    @property
+    def text(self) -> str:
+        """Everything fed so far (joined on demand: feeding must not copy the reply)."""
+        if len(self._fed) > 1:
+            self._fed = ["".join(self._fed)]
+        return self._fed[0] if self._fed else ""
+
+    @property
+    def open_text(self) -> str:
+        """The text not kept yet: the open tail, or the block being streamed, and the text
+        fed that the next `update` reads."""
+        read = self._mode.text if self._mode is not None else self._open
+        return read + "".join(self._pending)
+
+    def feed(self, text: str) -> None:
+        """Text just written; read at the next `update`."""
+        if text:
+            self._fed.append(text)
+            self._pending.append(text)
+
+    def update(self) -> bool:
+        """Read what was fed since the last frame (the frame's work); False: nothing was."""
+        if not self._pending:
+            return False
+        text = "".join(self._pending)
+        self._pending.clear()
+        self._read(text)
+        return True
+
+    @property
+    def height(self) -> int:
+        mode = self._mode
+        if mode is None:
+            return self._kept_height + len(self._open_rows)
+        return self._kept_height + mode.gap(self._before) + mode.height
+
+    def row(self, y: int) -> Strip:
+        if y < self._kept_height:
+            i = bisect_right(self._starts, y) - 1
+            if i < 0:
+                return BLANK
+            part, at = self.parts[i], y - self._starts[i]
+            return part.row(at) if 0 <= at < part.height else BLANK
+        y -= self._kept_height
+        mode = self._mode
+        if mode is None:
+            return self._open_rows[y] if y < len(self._open_rows) else BLANK
+        y -= mode.gap(self._before)
+        return mode.row(y) if 0 <= y < mode.height else BLANK
+
+    @property
+    def _before(self) -> bool | None:
+        return self.parts[-1].new_line if self.parts else None
+
+    def _read(self, text: str) -> None:
+        while True:
+            mode = self._mode
+            if mode is None:
+                self._open += text
+                if not self._read_open():
+                    return
+                text = ""
+                continue
+            if text:
+                mode.feed(text)
+            if isinstance(mode, LiveParagraph) and mode.broken:
+                self._mode, text = None, mode.text
+            elif mode.finished:
+                self._mode, text = None, mode.rest
+                self._keep(mode)
+            else:
+                return
+
+    def _read_open(self) -> bool:
+        """Parse the open tail: keep its finished blocks, or hand its last block to a part
+        of its own (True: a part took the text, read on)."""
+        text = self._open
+        markdown = LiveMarkdown(text)
+        tops = blocks(markdown)
+        for i, block in enumerate(tops):
+            assert block.map is not None
+            start = line_offset(text, block.map[0])
+            if block.type == "fence" and "\n" in text[start:]:
+                self._keep_text(text[:start], tops[:i])
+                opener, _, body = text[start:].partition("\n")
+                language, theme = _code_block(markdown, block)
+                self._open = ""
+                self._mode = LiveCode(self._draw, opener, language, theme, body)
+                return True
+        if tops:
+            last = tops[-1]
+            assert last.map is not None
+            start = line_offset(text, last.map[0])
+            long = len(text) - start >= LONG_PARAGRAPH
+            if last.type == "paragraph_open" and long and not has_image(markdown, last):
+                self._keep_text(text[:start], tops[:-1])
+                self._open = ""
+                self._mode = LiveParagraph(self._draw, text[start:])
+                return True
+            if start >= FREEZE_CHARS:
+                self._keep_text(text[:start], tops[:-1])
+                self._open = text[start:]
+        self._draw_open()
+        return False
+
+    def _draw_open(self) -> None:
+        if self._open.strip():
+            self._open_rows, self._open_wanted = render_after(self._draw, self._open, self._before)
+        else:
+            self._open_rows, self._open_wanted = [], set()
+
+    def _keep_text(self, text: str, tops: list[Token]) -> None:
+        if tops:
+            self._keep(_Blocks(self._draw, text, new_line_after(tops[-1]), self._before))
+
+    def _keep(self, part: Part) -> None:
+        self.parts.append(part)
+        self._place(len(self.parts) - 1)
+
+    def _place(self, first: int) -> None:
+        """Where each part from `first` on starts (after the blank rows above it)."""
+        del self._starts[first:]
+        at = self._starts[-1] + self.parts[first - 1].height if first else 0
+        for i in range(first, len(self.parts)):
+            before = self.parts[i - 1].new_line if i else None
+            at += self.parts[i].gap(before)
+            self._starts.append(at)
+            at += self.parts[i].height
+        self._kept_height = at
+
+    def resize(self, draw: Draw) -> None:
+        """Draw everything again at another width or style (once)."""
+        self._draw = draw
+        for part in self.parts:
+            part.resize(draw)
+        self._place(0)
+        if self._mode is not None:
+            self._mode.resize(draw)
+        else:
+            self._draw_open()
+
+    @property
+    def wanted(self) -> set[str]:
+        """The languages drawn plain while their lexer is not built."""
+        names = set(self._open_wanted)
+        for part in (*self.parts, self._mode):
+            if isinstance(part, LiveCode) and part.waiting:
+                names.add(part.language)
+            elif isinstance(part, _Blocks):
+                names |= part.wanted
+        return names
+
+    def lexers_built(self) -> None:
+        """Some lexers were built: draw again what was drawn plain for want of them."""
+        for part in self.parts:
+            part.lexer_built()
+        self._place(0)
+        if self._mode is not None:
+            self._mode.lexer_built()
+        elif self._open_wanted:
+            self._draw_open()
+
+
+def _code_block(markdown: LiveMarkdown, token: Token) -> tuple[str, str]:
+    """The language and theme Rich's code block takes from a fence."""
+    block = LiveMarkdown.elements["fence"].create(markdown, token)
+    return block.lexer_name, block.theme  # type: ignore[attr-defined]
