@@ -20,6 +20,7 @@ class ModelPort(Protocol):
         tools: list[dict[str, Any]] | None = None,
         on_delta: Callable[[str], None] | None = None,
         model: str | None = None,
+        on_reasoning: Callable[[str], None] | None = None,
     ) -> Any: ...
 
 
