@@ -153,9 +153,10 @@ class Surface:
                 build = builder_of(kind)
                 if build is not None and (kind is not UserMessage or event.checkpoint is None):  # type: ignore[union-attr]
                     entry = build(event, turn)
-                    add(entry)
-                    tokens += entry.tokens
-                    added += 1
+                    if entry is not None:
+                        add(entry)
+                        tokens += entry.tokens
+                        added += 1
                 elif kind is TurnStart:
                     turn = event.turn  # type: ignore[union-attr]
                 elif kind is EndSeed or (kind is TurnEnd and not event.withdrawn):  # type: ignore[union-attr]
@@ -207,7 +208,9 @@ class Surface:
             self._add(entry)
 
     def _assistant(self, event: AssistantMessage) -> None:
-        self._add(_assistant_entry(event, self._turn))
+        entry = _assistant_entry(event, self._turn)
+        if entry is not None:
+            self._add(entry)
 
     def _tool(self, event: ToolResult) -> None:
         self._add(_tool_entry(event, self._turn))
@@ -364,10 +367,14 @@ def _user_entry(event: UserMessage, turn: int | None) -> Entry:
     )
 
 
-def _assistant_entry(event: AssistantMessage, turn: int | None) -> Entry:
+def _assistant_entry(event: AssistantMessage, turn: int | None) -> Entry | None:
+    """None for a reply with neither text nor calls (one cut off while it was still
+    thinking): there is nothing in it to send, and its thinking is never sent."""
     size = len(event.content or "")
     calls = event.tool_calls
     if not calls:
+        if not size:
+            return None
         return Entry(event.seq, "assistant", event, (size + 3) // 4 + 4, False, turn)
     size += sum([len(c.name) + len(c.arguments or "{}") for c in calls])
     ids = tuple([call.id for call in calls])
@@ -379,7 +386,7 @@ def _tool_entry(event: ToolResult, turn: int | None) -> Entry:
     return Entry(event.seq, "tool", event, tokens, False, turn, (), event.call_id)
 
 
-_ENTRY_BUILDERS: dict[type, Callable[[Any, int | None], Entry]] = {
+_ENTRY_BUILDERS: dict[type, Callable[[Any, int | None], Entry | None]] = {
     UserMessage: _user_entry,
     AssistantMessage: _assistant_entry,
     ToolResult: _tool_entry,

@@ -59,6 +59,9 @@ class Observer(Protocol):
 
     def on_delta(self, turn: int, text: str) -> None: ...
 
+    def on_reasoning(self, turn: int, text: str) -> None:
+        """A reasoning model's thinking streamed (an observer may leave this out)."""
+
     def on_state(self) -> None: ...
 
     def on_failure(self, text: str) -> None:
