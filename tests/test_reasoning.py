@@ -210,3 +210,12 @@ async def test_a_fork_keeps_the_thinking_on_screen_not_in_the_request(
     reply = of_kind(forked.thread.log.events, ev.AssistantMessage)[0]
     assert reply.reasoning == THOUGHT
     assert SECRET not in json.dumps(forked.driver.surface.messages())
+
+
+def test_the_thinking_is_summed_up_the_same_way_everywhere() -> None:
+    from engine.util.thought import thought_line
+
+    assert thought_line(3456, 12.4) == "thought for 12s (3,456 chars)"
+    assert thought_line(1, 0.44) == "thought for 0.4s (1 char)"
+    assert thought_line(10, 125) == "thought for 2m 05s (10 chars)"
+    assert thought_line(10, None) == "thought (10 chars)"
