@@ -76,6 +76,9 @@ async def test_the_thinking_shows_collapsed_while_it_streams_then_the_answer_bel
         assert shown.index("Rayleigh") < shown.index(ANSWER)
         await toggle(pilot, block)
         assert block.collapsed and "Rayleigh" not in flat(pilot)
+        await pilot.click(ThinkingBlock, offset=(4, 0))  # a click on its line, as a mouse
+        await pilot.pause()
+        assert not block.collapsed and "Rayleigh" in flat(pilot)
 
 
 async def test_the_clock_stops_when_the_answer_begins(app_factory, server):
