@@ -375,7 +375,6 @@ class Transcript(VerticalScroll):
         if self._end < len(self.events):
             self.remove_children()
             self._reply = None
-            self._thinking = None
             self.load(self.events)
         self.anchor()
         self._show_marker(False)
@@ -413,6 +412,7 @@ class Transcript(VerticalScroll):
         """
         self.kept = kept or {}
         self.events = list(events)
+        self._thinking = None  # its widget went with the children: it streams no more here
         self._results = {}
         self._indexed_from = len(self.events)
         self._end = len(self.events)
