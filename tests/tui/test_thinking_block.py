@@ -94,8 +94,10 @@ async def test_the_clock_stops_when_the_answer_begins(app_factory, server):
         await until(pilot, lambda: bool(app.query(AssistantMessage)))
         assert block.title().startswith("thought for")  # before the reply is even logged
         stopped = block.elapsed
+        assert stopped is not None
         await settle(pilot)
-        assert block.elapsed <= stopped + 0.05  # the logged time, not a running clock
+        elapsed = block.elapsed
+        assert elapsed is not None and elapsed <= stopped + 0.05  # the logged time
 
 
 async def test_expanded_while_streaming_it_grows_and_the_answer_follows(app_factory, server):
@@ -176,3 +178,12 @@ async def test_a_frame_costs_what_it_adds_collapsed_or_expanded(monkeypatch, exp
                 assert parsed == 0, f"frame after word {at + step}"
         assert block.chars == len("".join(words))
         assert (block.size.height == 1) != expanded
+
+
+async def test_a_thinking_without_a_recorded_time_says_only_its_length() -> None:
+    app: TypingApp[None] = TypingApp()
+    async with app.run_test(size=(100, 32)) as pilot:
+        block = ThinkingBlock("hmm, a log written by hand", seconds=None)
+        await app.mount(block)
+        await pilot.pause()
+        assert block.title() == "thought (26 chars)"

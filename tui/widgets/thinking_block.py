@@ -142,7 +142,9 @@ class ThinkingBlock(Widget, can_focus=True):
         if self._frame is not None:
             self._frame.stop()
             self._frame = None
-        self._seconds = seconds if seconds is not None else self.elapsed
+        if seconds is None and self.streaming:
+            seconds = self.elapsed  # the log has no time: the one this block measured
+        self._seconds = seconds
         self._parts = [safe_text(text)] if text else []
         self._chars = len(text)
         self.streaming = False
@@ -151,9 +153,10 @@ class ThinkingBlock(Widget, can_focus=True):
         self.refresh(layout=True)
 
     @property
-    def elapsed(self) -> float:
-        """How long it has thought (or thought, once the answer began)."""
-        if not self.streaming and self._seconds is not None:
+    def elapsed(self) -> float | None:
+        """How long it has thought, or thought (None: a finished thinking whose time the
+        log does not have)."""
+        if not self.streaming:
             return self._seconds
         ended = self._ended if self._ended is not None else time.monotonic()
         return ended - self._began
@@ -182,9 +185,10 @@ class ThinkingBlock(Widget, can_focus=True):
 
     def title(self) -> str:
         """The title line's words: how long and how much it thought (so far)."""
-        if self.streaming and self._ended is None:
-            return f"thinking… {self._chars:,} chars · {int(self.elapsed)}s"
-        return thought_line(self._chars, self.elapsed)
+        elapsed = self.elapsed
+        if self.streaming and self._ended is None and elapsed is not None:
+            return f"thinking… {self._chars:,} chars · {int(elapsed)}s"
+        return thought_line(self._chars, elapsed)
 
     def _title_at(self, width: int) -> Strip:
         arrow = _COLLAPSED if self.collapsed else _EXPANDED
