@@ -1,7 +1,11 @@
 """Line-oriented output of a running session, shared by the REPL and -p.
 
 Replies stream to stdout as they arrive; errors and notices go to stderr as
-one line each, so `trove -p … > answer.txt` captures only the answer. Every
+one line each, so `trove -p … > answer.txt` captures only the answer. A
+reasoning model's thinking is two notices: `[thinking…]` when it begins, and
+`[thought for 12s (3,456 chars)]` when the answer begins (or the reply ends);
+its text is not printed (a line-oriented terminal would scroll the answer away
+under it): the log keeps it and `/export` shows it. Every
 character written passes through `engine.util.safe_text` first: the model, tools
 and the server's error messages never reach the terminal's control channel.
 """
@@ -10,6 +14,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+import time
 from collections.abc import Callable
 from typing import TextIO
 
@@ -26,12 +31,14 @@ from engine.port import (
     LogAppended,
     ModelStatus,
     Notification,
+    ReasoningDelta,
     ReplyDelta,
     Retrying,
     Unsubscribe,
 )
 from engine.runtime import Runtime
 from engine.util.safe_text import SafeStream, safe_text
+from engine.util.thought import thought_line
 
 
 class StreamPrinter:
@@ -50,6 +57,8 @@ class StreamPrinter:
         self._safe = SafeStream()
         self.on_partial: Callable[[], None] | None = None
         """Told when the unfinished line changes, so a live prompt can redraw it."""
+        self._thinking: tuple[float, int] | None = None
+        """When the thinking being streamed began, and its length so far."""
 
     @property
     def out(self) -> TextIO:
@@ -71,6 +80,8 @@ class StreamPrinter:
         """The engine port's listener."""
         if isinstance(notification, ReplyDelta):
             self.on_delta(notification.turn, notification.text)
+        elif isinstance(notification, ReasoningDelta):
+            self.on_reasoning(notification.text)
         elif isinstance(notification, LogAppended):
             self.on_event(notification.event)
         elif isinstance(notification, Failure):
@@ -78,7 +89,23 @@ class StreamPrinter:
         elif isinstance(notification, Retrying | ModelStatus) and notification.text:
             self.notice(f"[{notification.text}]")
 
+    def on_reasoning(self, text: str) -> None:
+        """Thinking streamed: said once as it begins, summed up once it is over."""
+        if self._thinking is None:
+            self._thinking = (time.monotonic(), 0)
+            self.notice("[thinking…]")
+        began, chars = self._thinking
+        self._thinking = (began, chars + len(text))
+
+    def _thought(self) -> None:
+        """The thinking is over (the answer began, the reply or the turn ended)."""
+        if self._thinking is not None:
+            began, chars = self._thinking
+            self._thinking = None
+            self.notice(f"[{thought_line(chars, time.monotonic() - began)}]")
+
     def on_delta(self, turn: int, text: str) -> None:
+        self._thought()
         text = self._safe.feed(text)
         if not text:  # all of it held back: the start of a sequence split across deltas
             return
@@ -136,6 +163,7 @@ class StreamPrinter:
 
     def on_event(self, event: LogEvent) -> None:
         if isinstance(event, AssistantMessage):
+            self._thought()
             self._end_line()
             self._interrupted = event.interrupted
             for call in event.calls:
@@ -156,6 +184,7 @@ class StreamPrinter:
                     " (what the retry wrote is kept as a branch)]"
                 )
         elif isinstance(event, TurnEnd):
+            self._thought()
             self._end_line()
             interrupted, self._interrupted = self._interrupted, False
             if event.status == "error":

@@ -7,8 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-HoldMode = Literal[False, True, "before"]
+HoldMode = Literal[False, True, "before", "answer"]
 Framing = Literal["chunked", "close"]
+ReasoningField = Literal["reasoning_content", "reasoning"]
+"""Where a delta carries the model's thinking: DeepSeek's API and older vLLM send
+``reasoning_content``; Ollama, newer vLLM and llama.cpp's server can send ``reasoning``."""
 
 _DEFAULT_ERROR_TYPES = {
     400: "invalid_request_error",
@@ -56,11 +59,20 @@ class Reply:
     """For ``cutoff``: how the body ends. ``chunked``: its terminating chunk, as a proxy
     ends a response its upstream abandoned; ``close``: a body without length or chunks,
     ended by closing the connection."""
+    reasoning: tuple[str, ...] = ()
+    """Thinking streamed before the text, one delta per piece (a reasoning model's)."""
+    reasoning_field: ReasoningField = "reasoning_content"
+    """The delta field the thinking comes in."""
 
     @property
     def content(self) -> str:
         """The full assistant text, so assertions need not re-join the pieces."""
         return "".join(self.pieces)
+
+    @property
+    def thought(self) -> str:
+        """The full thinking streamed before the text."""
+        return "".join(self.reasoning)
 
 
 def pieces(content: str, size: int) -> tuple[str, ...]:
@@ -76,13 +88,17 @@ def text(
     hold: HoldMode = False,
     per_second: float | None = None,
     done: bool = True,
+    reasoning: str = "",
+    reasoning_field: ReasoningField = "reasoning_content",
 ) -> Reply:
     """A streamed assistant message, split small so clients see many deltas.
 
     ``hold=True`` sends headers and the first chunk and then waits for
     :meth:`ScriptedServer.release`; ``hold="before"`` waits before sending any
-    byte. ``per_second`` paces the chunks (for benchmarks, never for tests).
+    byte; ``hold="answer"`` waits after the thinking, before the first text.
+    ``per_second`` paces the chunks (for benchmarks, never for tests).
     ``done=False`` leaves out the final ``[DONE]``, as some servers do.
+    ``reasoning`` is thinking streamed first, in ``reasoning_field`` deltas.
     """
     return Reply(
         kind="text",
@@ -91,6 +107,8 @@ def text(
         hold=hold,
         per_second=per_second,
         done=done,
+        reasoning=pieces(reasoning, chunk_chars) if reasoning else (),
+        reasoning_field=reasoning_field,
     )
 
 
@@ -101,16 +119,28 @@ def words(n: int, *, per_second: float | None = None) -> Reply:
     return Reply(kind="text", pieces=pieces, per_second=per_second)
 
 
-def tool_calls(calls: Sequence[tuple[str, dict[str, Any] | str]], *, content: str = "") -> Reply:
+def tool_calls(
+    calls: Sequence[tuple[str, dict[str, Any] | str]],
+    *,
+    content: str = "",
+    reasoning: str = "",
+    reasoning_field: ReasoningField = "reasoning_content",
+) -> Reply:
     """Assistant tool calls streamed the way real servers split them.
 
     Arguments arrive in several fragments keyed by ``index`` so the client's
-    assembly logic is what gets tested.
+    assembly logic is what gets tested. ``reasoning`` is thinking streamed first.
     """
     encoded = tuple(
         (name, args if isinstance(args, str) else json.dumps(args)) for name, args in calls
     )
-    return Reply(kind="tool_calls", pieces=pieces(content, 4) if content else (), calls=encoded)
+    return Reply(
+        kind="tool_calls",
+        pieces=pieces(content, 4) if content else (),
+        calls=encoded,
+        reasoning=pieces(reasoning, 4) if reasoning else (),
+        reasoning_field=reasoning_field,
+    )
 
 
 def error(
@@ -161,6 +191,8 @@ def cutoff(
     chunk_chars: int = 4,
     cut: int | None = None,
     framing: Framing = "chunked",
+    reasoning: str = "",
+    reasoning_field: ReasoningField = "reasoning_content",
 ) -> Reply:
     """A stream the server ends cleanly mid-reply: no finish reason, no ``[DONE]``.
 
@@ -169,7 +201,8 @@ def cutoff(
     a whole reply (the role, then the text in ``chunk_chars`` pieces, then each
     call's header and its arguments in three fragments); ``cut`` sends only the
     first ``cut`` of them. ``calls`` carry raw argument text, so a cut inside the
-    JSON is a prefix of it.
+    JSON is a prefix of it. ``reasoning`` is thinking streamed before the text (its
+    deltas count in ``cut``: a cut inside it leaves a reply that only thought).
     """
     return Reply(
         kind="cutoff",
@@ -177,6 +210,8 @@ def cutoff(
         calls=tuple(calls),
         cut=cut,
         framing=framing,
+        reasoning=pieces(reasoning, chunk_chars) if reasoning else (),
+        reasoning_field=reasoning_field,
     )
 
 

@@ -401,8 +401,11 @@ class _Handler(BaseHTTPRequestHandler):
         deltas = list(self._deltas(reply))
         if reply.kind == "cutoff" and reply.cut is not None:
             deltas = deltas[: reply.cut]
-        # Hold after the first piece of text, so the client has something to show.
-        hold_after = 1 if reply.pieces else 0
+        # Hold after the first piece (thinking or text), so the client has something to
+        # show; "answer" holds after the thinking, before the first text.
+        hold_after = 1 if reply.pieces or reply.reasoning else 0
+        if reply.hold == "answer":
+            hold_after = len(reply.reasoning)
         start = time.monotonic()
         for i, delta in enumerate(deltas):
             if reply.per_second and i:
@@ -410,7 +413,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if lag > 0:
                     time.sleep(lag)
             self._event(chunk(delta))
-            if i == hold_after and reply.hold is True and gate is not None:
+            if i == hold_after and reply.hold in (True, "answer") and gate is not None:
                 self._await_gate(gate)
         if reply.kind == "drop":
             # End the handler without the terminating chunk: the client sees a torn stream.
@@ -453,8 +456,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection.close()
 
     def _deltas(self, reply: Reply) -> Iterator[dict[str, Any]]:
-        """The deltas in wire order: role first, then text, then tool-call fragments."""
+        """The deltas in wire order: role first, then thinking, text, tool-call fragments.
+
+        Thinking comes as DeepSeek sends it (``content`` null beside
+        ``reasoning_content``) or as Ollama does (``content`` empty beside ``reasoning``).
+        """
         yield {"role": "assistant", "content": ""}
+        field = reply.reasoning_field
+        for piece in reply.reasoning:
+            yield {"content": None if field == "reasoning_content" else "", field: piece}
         for piece in reply.pieces:
             yield {"content": piece}
         for index, (name, args) in enumerate(reply.calls):
@@ -481,6 +491,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_RDWR)
             return
         message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
+        if reply.reasoning:
+            message[reply.reasoning_field] = reply.thought
         if reply.calls:
             message["tool_calls"] = [
                 {
@@ -512,7 +524,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _completion_chars(reply: Reply) -> int:
-    return len(reply.content) + sum(len(name) + len(args) for name, args in reply.calls)
+    calls = sum(len(name) + len(args) for name, args in reply.calls)
+    return len(reply.thought) + len(reply.content) + calls
 
 
 def _error_body(message: str, err_type: str) -> dict[str, Any]:

@@ -140,6 +140,14 @@ class AssistantMessage(Event, tag="assistant/message", kw_only=True, frozen=True
     finish_reason: str | None = None
     cancelled: bool = False
     interrupted: bool = False
+    reasoning: str | None = None
+    """What a reasoning model thought before this reply (`reasoning_content` or
+    `reasoning` deltas), kept for people: never sent back to the model, summarized or
+    archived (the surface reads only `content` and `tool_calls`). A reply cut off or
+    cancelled while thinking keeps the thinking so far (`content` then ""). Left out of
+    the line when there was none, so older logs read the same."""
+    reasoning_seconds: float | None = None
+    """How long it thought: from its first thinking to its first text (or the end)."""
 
     @property
     def calls(self) -> tuple[ToolCall, ...]:

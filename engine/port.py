@@ -33,6 +33,14 @@ class ReplyDelta(Struct, frozen=True):
     text: str
 
 
+class ReasoningDelta(Struct, frozen=True):
+    """A fragment of what a reasoning model thinks in `turn`, before (or between) its
+    reply's text; the log gets the whole thinking with the reply."""
+
+    turn: int
+    text: str
+
+
 class QueuedPrompt(Struct, frozen=True):
     """A prompt waiting in the inbox, as a front end shows it."""
 
@@ -81,7 +89,9 @@ class ModelStatus(Struct, frozen=True):
     text: str
 
 
-Notification = LogAppended | ReplyDelta | StateChanged | Failure | Retrying | ModelStatus
+Notification = (
+    LogAppended | ReplyDelta | ReasoningDelta | StateChanged | Failure | Retrying | ModelStatus
+)
 Listener = Callable[[Notification], None]
 ErrorHook = Callable[[Listener, Notification, Exception], None]
 Unsubscribe = Callable[[], None]

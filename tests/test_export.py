@@ -87,3 +87,51 @@ def test_a_reply_cut_off_with_no_turn_end_is_still_marked() -> None:
         "## Assistant\n\nhalf an\n\n_(reply cut off: the stream ended before the reply was"
         " complete)_\n"
     )
+
+
+def test_a_reply_s_thinking_is_a_collapsed_block_above_its_text() -> None:
+    """The Markdown shows the thinking folded (`<details>`), quoted so that a code block
+    it leaves open or a `</details>` in it cannot swallow or close what follows; the JSON
+    has it as the reply's `reasoning` field."""
+    thought = "Step one.\n\n```py\nopen fence, cut off\n</details> in the text"
+    events: list[ev.LogEvent] = [
+        ev.UserMessage(text="q"),
+        ev.AssistantMessage(content="The answer.", reasoning=thought, reasoning_seconds=12.4),
+        ev.UserMessage(text="next"),
+        ev.AssistantMessage(content="No thinking here."),
+    ]
+    markdown = thread_markdown("t", events)
+    reply = _section(markdown, "Assistant", "<details>")
+    assert reply == (
+        "## Assistant\n\n<details>\n<summary>thought for 12s (59 chars)</summary>\n\n"
+        "> Step one.\n>\n> ```py\n> open fence, cut off\n> &lt;/details> in the text\n\n"
+        "</details>\n\nThe answer.\n"
+    )
+    assert "<details>" not in _section(markdown, "Assistant", "No thinking here.")
+
+
+def test_the_json_export_carries_the_thinking(tmp_path: Path) -> None:
+    from engine.runtime.export import export_thread
+
+    events: list[ev.LogEvent] = [
+        ev.AssistantMessage(seq=1, ts="t", content="A.", reasoning="hm", reasoning_seconds=0.5),
+        ev.AssistantMessage(seq=2, ts="t", content="B."),
+    ]
+    (target,) = export_thread(tmp_path, "t", events, str(tmp_path / "out.json"))
+    import json
+
+    replies = json.loads(target.read_text(encoding="utf-8"))["events"]
+    assert (replies[0]["reasoning"], replies[0]["reasoning_seconds"]) == ("hm", 0.5)
+    assert "reasoning" not in replies[1]
+
+
+def test_thinking_cut_off_before_any_text_is_exported_with_its_mark() -> None:
+    events: list[ev.LogEvent] = [
+        ev.UserMessage(text="q"),
+        ev.AssistantMessage(content="", reasoning="half a tho", interrupted=True),
+    ]
+    markdown = thread_markdown("t", events)
+    assert markdown.endswith(
+        "<summary>thought (10 chars)</summary>\n\n> half a tho\n\n</details>\n\n"
+        "_(reply cut off: the stream ended before the reply was complete)_\n"
+    )

@@ -11,8 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from devtools.scripted_server import ScriptedServer, drop, error, overflow, text, tool_calls
+from devtools.scripted_server import (
+    ScriptedServer,
+    cutoff,
+    drop,
+    error,
+    overflow,
+    text,
+    tool_calls,
+)
 from engine.model import Completion, ContextOverflowError, ModelClient, ModelError, ToolCall
+from engine.model._stream import StreamReader
 
 ROOT = Path(__file__).resolve().parent.parent
 MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello there"}]
@@ -296,3 +305,75 @@ def test_openai_imported_lazily() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+# -- reasoning models: the thinking streamed before the answer ---------------------
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+async def test_thinking_is_collected_apart_from_the_answer(
+    server: ScriptedServer, client: ModelClient, field: str
+) -> None:
+    """DeepSeek-R1, Qwen3 and gpt-oss stream their thinking in `reasoning_content` or
+    `reasoning` deltas: it reaches its own callback, as it arrives, and not the text."""
+    server.script(
+        text("The answer.", reasoning="First, think. Then answer.", reasoning_field=field)
+    )
+    deltas: list[str] = []
+    thoughts: list[str] = []
+    result = await client.complete(MESSAGES, on_delta=deltas.append, on_reasoning=thoughts.append)
+    assert result.content == "".join(deltas) == "The answer."
+    assert result.reasoning == "".join(thoughts) == "First, think. Then answer."
+    assert len(thoughts) > 1  # streamed, not handed over at the end
+
+
+async def test_thinking_before_tool_calls_is_kept(
+    server: ScriptedServer, client: ModelClient
+) -> None:
+    server.script(tool_calls([("history_search", {"query": "x"})], reasoning="I should search."))
+    result = await client.complete(MESSAGES)
+    assert result.reasoning == "I should search."
+    assert [call.name for call in result.tool_calls] == ["history_search"]
+
+
+def test_a_delta_with_both_names_is_one_thought() -> None:
+    """Some servers send the thinking under both names at once: it is counted once."""
+    reader = StreamReader(served_model="m")
+    both = {"choices": [{"delta": {"reasoning_content": "hm", "reasoning": "hm"}}]}
+    assert reader.feed(both) == ("hm", "")
+    assert reader.feed({"choices": [{"delta": {"reasoning": " ok", "content": "A"}}]}) == (
+        " ok",
+        "A",
+    )
+    assert reader.completion().reasoning == "hm ok"
+
+
+def test_thinking_of_the_wrong_type_is_a_malformed_chunk() -> None:
+    reader = StreamReader(served_model="m")
+    with pytest.raises(TypeError):
+        reader.feed({"choices": [{"delta": {"reasoning_content": 7}}]})
+
+
+async def test_a_reply_that_only_thought_is_no_answer(
+    server: ScriptedServer, client: ModelClient
+) -> None:
+    """Thinking with no text after it (the token limit hit mid-thought) must not pass
+    for an answer; the thinking was handed over as it came, so the caller keeps it."""
+    server.script(text("", reasoning="thinking and thinking"))
+    thoughts: list[str] = []
+    with pytest.raises(ModelError) as info:
+        await client.complete(MESSAGES, on_reasoning=thoughts.append)
+    assert info.value.kind == "empty"
+    assert "only thought" in str(info.value)
+    assert "".join(thoughts) == "thinking and thinking"
+
+
+async def test_a_stream_cut_off_while_thinking_hands_over_the_thought_so_far(
+    server: ScriptedServer, client: ModelClient
+) -> None:
+    server.script(cutoff("never sent", reasoning="half a thou", cut=3, chunk_chars=4))
+    thoughts: list[str] = []
+    with pytest.raises(ModelError) as info:
+        await client.complete(MESSAGES, on_reasoning=thoughts.append)
+    assert info.value.kind == "cut_off"
+    assert "".join(thoughts) == "half a t"

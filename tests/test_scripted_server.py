@@ -101,3 +101,35 @@ def _exercise_process(proc: subprocess.Popen[str]) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+async def test_a_reply_streams_its_thinking_first(server: ScriptedServer, field: str) -> None:
+    """The thinking arrives as the servers send it: deltas of its own field before the
+    text. The SDK keeps a field it has no attribute for in `model_extra`."""
+    server.script(text("the answer", reasoning="let me think", reasoning_field=field))
+    order: list[tuple[str, str]] = []
+    async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k") as oa:
+        stream = await oa.chat.completions.create(model="m", messages=MESSAGES, stream=True)
+        async for chunk in stream:
+            if not chunk.choices:
+                continue
+            delta = chunk.choices[0].delta
+            thought = (delta.model_extra or {}).get(field)
+            if thought:
+                order.append(("thought", thought))
+            if delta.content:
+                order.append(("text", delta.content))
+    kinds = [kind for kind, _ in order]
+    assert kinds == sorted(kinds, key=lambda kind: kind != "thought")  # thinking first
+    assert "".join(t for kind, t in order if kind == "thought") == "let me think"
+    assert "".join(t for kind, t in order if kind == "text") == "the answer"
+
+
+async def test_a_non_streamed_reply_carries_its_thinking(server: ScriptedServer) -> None:
+    server.script(text("pong", reasoning="hmm", reasoning_field="reasoning"))
+    async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k") as oa:
+        plain = await oa.chat.completions.create(model="m", messages=MESSAGES)
+    message = plain.choices[0].message
+    assert message.content == "pong"
+    assert (message.model_extra or {}).get("reasoning") == "hmm"

@@ -4,7 +4,8 @@ The engine calls its listeners inside an append or a streamed delta; this
 listener only posts a Message to the chat screen, so the widgets do their
 work in Textual's own message loop, in the order the engine spoke. Deltas
 that arrive while their message is still queued join it, so a fast model
-costs one message per turn of the UI loop, not one per token. Each
+costs one message per turn of the UI loop, not one per token (a reasoning
+model's thinking and its text each have their own message). Each
 Message names the bridge that posted it: after a thread switch, whatever
 the old thread posted and is still queued is recognised and dropped.
 """
@@ -24,6 +25,7 @@ from engine.port import (
     LogAppended,
     ModelStatus,
     Notification,
+    ReasoningDelta,
     ReplyDelta,
     Retrying,
     StateChanged,
@@ -50,6 +52,18 @@ class ReplyStreamed(EngineMessage, bubble=False):
 
     def take(self) -> str:
         """The text so far; later deltas go to a new message."""
+        self.bridge.close_deltas(self.parts)
+        return "".join(self.parts)
+
+
+@dataclass
+class ReasoningStreamed(EngineMessage, bubble=False):
+    """Every thinking delta that arrived until the screen took it (as `ReplyStreamed`)."""
+
+    turn: int
+    parts: list[str]
+
+    def take(self) -> str:
         self.bridge.close_deltas(self.parts)
         return "".join(self.parts)
 
@@ -82,16 +96,21 @@ class Bridge:
         self._target = target
         self._unsubscribe = runtime.subscribe(self._post, on_error=on_error)
         self._deltas: list[str] | None = None
-        """The parts of the ReplyStreamed still queued, which later deltas join."""
+        """The parts of the ReplyStreamed (or ReasoningStreamed) still queued, which later
+        deltas of its kind join."""
+        self._thinking = False
+        """`_deltas` are thinking (a ReasoningStreamed's)."""
 
     def _post(self, notification: Notification) -> None:
         message: EngineMessage
-        if isinstance(notification, ReplyDelta):
-            if self._deltas is not None:
+        if isinstance(notification, ReplyDelta | ReasoningDelta):
+            thinking = isinstance(notification, ReasoningDelta)
+            if self._deltas is not None and self._thinking == thinking:
                 self._deltas.append(notification.text)
                 return
-            self._deltas = [notification.text]
-            message = ReplyStreamed(self, notification.turn, self._deltas)
+            self._deltas, self._thinking = [notification.text], thinking
+            kind = ReasoningStreamed if thinking else ReplyStreamed
+            message = kind(self, notification.turn, self._deltas)
             self._target.post_message(message)
             return
         # Anything else the engine says comes after the deltas queued so far.

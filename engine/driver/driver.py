@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from engine.driver.admission import Admission
 from engine.driver.inbox import Inbox
 from engine.driver.ports import ContextBuilder, Extension, ModelPort, Observer, TurnHooks
+from engine.driver.thinking import Thinking
 from engine.driver.turn_loop import DEFAULT_MAX_TOOL_ROUNDS, TurnLoop
 from engine.log import SessionLog
 from engine.model.tools import ToolBox
@@ -63,6 +64,7 @@ class Driver(Inbox, Admission, TurnLoop):
         self._turn_task = None
         self._running_turn = None
         self._partial = []
+        self._thinking = Thinking()
         self._idle = asyncio.Event()
         self._closed = False
         self._restore_inbox()

@@ -20,6 +20,7 @@ class ModelPort(Protocol):
         tools: list[dict[str, Any]] | None = None,
         on_delta: Callable[[str], None] | None = None,
         model: str | None = None,
+        on_reasoning: Callable[[str], None] | None = None,
     ) -> Any: ...
 
 
@@ -57,6 +58,9 @@ class Observer(Protocol):
     """A front end following the driver. Its failures never reach a turn."""
 
     def on_delta(self, turn: int, text: str) -> None: ...
+
+    def on_reasoning(self, turn: int, text: str) -> None:
+        """A reasoning model's thinking streamed (an observer may leave this out)."""
 
     def on_state(self) -> None: ...
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from engine.driver.inbox_item import InboxItem
 from engine.driver.ports import ContextBuilder, Extension, ModelPort, Observer, TurnHooks
+from engine.driver.thinking import Thinking
 from engine.events import SessionRewind
 from engine.log import SessionLog
 from engine.model.tools import ToolBox
@@ -42,6 +43,8 @@ class DriverState:
     _turn_task: asyncio.Task[None] | None
     _running_turn: int | None
     _partial: list[str]
+    _thinking: Thinking
+    """What the running request's model thought so far (a reasoning model's)."""
     _idle: asyncio.Event
     _closed: bool
 
@@ -68,6 +71,11 @@ class DriverState:
     @property
     def partial_reply(self) -> str:
         return "".join(self._partial)
+
+    @property
+    def partial_reasoning(self) -> str:
+        """What the running request's model has thought so far."""
+        return self._thinking.text
 
     def _takeable(self) -> list[InboxItem]:
         """The queue as admission may take it: up to the first item being edited."""

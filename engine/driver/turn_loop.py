@@ -13,6 +13,7 @@ from typing import Any, cast
 from engine.driver.inbox_item import InboxItem, InboxItemId
 from engine.driver.ports import TurnAgent
 from engine.driver.state import DriverState
+from engine.driver.thinking import Thinking
 from engine.events import (
     AssistantMessage,
     SessionRewind,
@@ -121,16 +122,24 @@ class TurnLoop(DriverState):
             await self.hooks.before_request(driver, turn)
 
         def on_delta(text: str) -> None:
+            self._thinking.answered()
             self._partial.append(text)
             self._tell("on_delta", turn, text)
 
+        def on_reasoning(text: str) -> None:
+            self._thinking.add(text)
+            self._tell("on_reasoning", turn, text)
+
         async def attempt() -> Any:
             self._partial = []
+            self._thinking = Thinking()
             messages = await self.request_messages()
             # After the messages: the extension may bring tools up as it amends them
             # (MCP servers start on the first request).
             tools = self.offered_tools().schemas() or None
-            return await self.model.complete(messages, tools=tools, on_delta=on_delta)
+            return await self.model.complete(
+                messages, tools=tools, on_delta=on_delta, on_reasoning=on_reasoning
+            )
 
         try:
             return await attempt()
@@ -169,9 +178,11 @@ class TurnLoop(DriverState):
             while True:
                 self._deliver_steering(prompts)
                 completion = await self._request(turn)
+                thinking, self._thinking = self._thinking, Thinking()
                 self._partial = []
                 calls = list(completion.tool_calls)
                 offered = self.offered_tools()
+                thought = completion.reasoning or None
                 self.log.append(
                     AssistantMessage(
                         content=completion.content,
@@ -183,6 +194,8 @@ class TurnLoop(DriverState):
                         model=completion.model,
                         model_entry=self.model_entry,
                         finish_reason=completion.finish_reason,
+                        reasoning=thought,
+                        reasoning_seconds=thinking.seconds() if thought else None,
                     )
                 )
                 replied = True
@@ -233,6 +246,7 @@ class TurnLoop(DriverState):
                 replied = self._close_interrupted(pending_calls, f"error: {error}") or replied
         finally:
             self._partial = []
+            self._thinking = Thinking()
             if started:
                 # Failed before the model answered anything: its prompts leave its history.
                 failed_early = status == "error" and not replied and retry is None
@@ -285,19 +299,24 @@ class TurnLoop(DriverState):
     def _close_interrupted(
         self, pending_calls: list[Any], result: str, *, cancelled: bool = False
     ) -> bool:
-        """Keep what an interrupted request streamed, and answer its open tool calls.
-        True when a partial reply was kept (the model did answer, in part)."""
+        """Keep what an interrupted request streamed, its thinking too, and answer its open
+        tool calls. True when a partial reply was kept (the model did answer, in part):
+        thinking alone is no answer (the surface leaves such a reply out)."""
         partial = "".join(self._partial)
+        thought = self._thinking.text
+        answered = bool(partial.strip() or (cancelled and partial))
         kept = False
-        if partial.strip() or (cancelled and partial):
+        if answered or thought.strip():
             reply = AssistantMessage(
                 content=partial,
                 tool_calls=(),
                 model_entry=self.model_entry,
                 cancelled=cancelled,
                 interrupted=not cancelled,
+                reasoning=thought or None,
+                reasoning_seconds=self._thinking.seconds() if thought else None,
             )
-            kept = self._try_append(reply) is None
+            kept = self._try_append(reply) is None and answered
         for call in pending_calls:
             self._try_append(ToolResult(call_id=call.id, name=call.name, content=result))
         return kept

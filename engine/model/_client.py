@@ -163,12 +163,14 @@ class ModelClient:
         tools: list[dict[str, Any]] | None = None,
         on_delta: Callable[[str], None] | None = None,
         model: str | None = None,
+        on_reasoning: Callable[[str], None] | None = None,
     ) -> Completion:
-        """Stream one chat completion, reporting text through ``on_delta`` as it arrives.
+        """Stream one chat completion, reporting text through ``on_delta`` as it arrives,
+        and a reasoning model's thinking through ``on_reasoning``.
 
         If the calling task is cancelled, ``CancelledError`` propagates after the
-        HTTP response is closed; the caller already holds the partial text it
-        was given through ``on_delta``.
+        HTTP response is closed; the caller already holds the partial text (and
+        thinking) it was given through ``on_delta`` (``on_reasoning``).
         """
         await self.prepare()
         assert self._client is not None
@@ -193,7 +195,7 @@ class ModelClient:
             create = self._client.chat.completions.with_streaming_response.create
             async with create(**kwargs) as response:
                 started = True  # headers arrived: a later connection error is a torn reply
-                await self._read(response.http_response, reader, name, on_delta)
+                await self._read(response.http_response, reader, name, on_delta, on_reasoning)
         except oa.APIError as exc:
             raise translate(
                 exc,
@@ -208,7 +210,13 @@ class ModelClient:
 
         completion = reader.completion()
         if not completion.content.strip() and not completion.tool_calls:
-            raise empty(self.display_url, name, saw_choice=reader.saw_choice, finish=reader.finish)
+            raise empty(
+                self.display_url,
+                name,
+                saw_choice=reader.saw_choice,
+                finish=reader.finish,
+                thought=bool(completion.reasoning.strip()),
+            )
         return completion
 
     async def _read(
@@ -217,11 +225,13 @@ class ModelClient:
         reader: StreamReader,
         model: str,
         on_delta: Callable[[str], None] | None,
+        on_reasoning: Callable[[str], None] | None = None,
     ) -> None:
         """Fold the event stream into ``reader``, one observer call per network read.
 
         Whatever text a read held reaches ``on_delta`` before anything it held
-        fails the reply, so the caller always has the partial text. A stream
+        fails the reply, so the caller always has the partial text; its thinking
+        reaches ``on_reasoning`` first (a model thinks before it answers). A stream
         that ends with neither ``[DONE]`` nor a finish reason was cut off and
         fails; one with a finish reason but no ``[DONE]`` is whole (some
         servers never send it).
@@ -246,6 +256,7 @@ class ModelClient:
             except transport as exc:
                 raise oa.APIConnectionError(request=http.request) from exc
             pieces: list[str] = []
+            thoughts: list[str] = []
             done = False
             try:
                 for data in splitter.feed(raw):
@@ -260,13 +271,17 @@ class ModelClient:
                     if isinstance(chunk, dict) and chunk.get("error"):
                         raise _stream_error(oa, http.request, chunk["error"])
                     try:
-                        piece = reader.feed(chunk)
+                        thought, piece = reader.feed(chunk)
                     except (AttributeError, TypeError, ValueError) as exc:
                         what = "a chunk is not a chat completion"
                         raise malformed(self.display_url, model, what) from exc
+                    if thought:
+                        thoughts.append(thought)
                     if piece:
                         pieces.append(piece)
             finally:
+                if thoughts and on_reasoning is not None:
+                    on_reasoning("".join(thoughts))
                 if pieces and on_delta is not None:
                     on_delta("".join(pieces))
             if done:

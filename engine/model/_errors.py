@@ -59,14 +59,20 @@ def malformed(url: str, model: str, what: str) -> ModelError:
     )
 
 
-def empty(url: str, model: str, *, saw_choice: bool, finish: str | None) -> ModelError:
-    """A finished stream with nothing in it must not pass for an answer."""
+def empty(
+    url: str, model: str, *, saw_choice: bool, finish: str | None, thought: bool = False
+) -> ModelError:
+    """A finished stream with nothing in it must not pass for an answer (nor one that
+    only thought: its thinking is no reply)."""
     if not saw_choice:
         why = "the stream held no choices"
     elif finish == "length":
         why = "it stopped at its token limit (model.max_tokens)"
+        why += " while it was still thinking" if thought else ""
     elif finish == "content_filter":
         why = "the server's content filter stopped it"
+    elif thought:
+        why = "it only thought: no text and no tool calls after its thinking"
     else:
         why = "no text and no tool calls"
     return ModelError(

@@ -27,6 +27,14 @@ class Completion(Struct, frozen=True):
     usage: dict[str, Any] | None = None
     finish_reason: str | None = None
     model: str = ""
+    reasoning: str = ""
+    """What a reasoning model thought before it answered ("" for other models)."""
+
+
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+"""Where a delta carries a reasoning model's thinking: DeepSeek's API and older vLLM use
+`reasoning_content`; Ollama, newer vLLM, llama.cpp's server and OpenRouter `reasoning`.
+A server sending both at once sends the same text twice: the first one set is read."""
 
 
 class _PartialCall(Struct):
@@ -44,13 +52,15 @@ class StreamReader(Struct):
 
     served_model: str
     text: list[str] = field(default_factory=list)
+    thought: list[str] = field(default_factory=list)
     calls: dict[int, _PartialCall] = field(default_factory=dict)
     usage: dict[str, Any] | None = None
     finish: str | None = None
     saw_choice: bool = False
 
-    def feed(self, chunk: Any) -> str:
-        """Take one chunk as decoded JSON; returns its text, for the caller to show."""
+    def feed(self, chunk: Any) -> tuple[str, str]:
+        """Take one chunk as decoded JSON; returns its thinking and its text, for the caller
+        to show."""
         if not isinstance(chunk, dict):
             raise TypeError("a chunk is not an object")
         model = chunk.get("model")
@@ -65,6 +75,7 @@ class StreamReader(Struct):
         if not isinstance(choices, list):
             raise TypeError("choices is not a list")
         pieces: list[str] = []
+        thoughts: list[str] = []
         for choice in choices:
             choice = _dict(choice)
             self.saw_choice = True
@@ -75,6 +86,9 @@ class StreamReader(Struct):
             if delta is None:
                 continue
             delta = _dict(delta)
+            thought = _thought(delta)
+            if thought:
+                thoughts.append(thought)
             content = _str_or_none(delta.get("content"))
             if content:
                 pieces.append(content)
@@ -83,7 +97,10 @@ class StreamReader(Struct):
         piece = "".join(pieces)
         if piece:
             self.text.append(piece)
-        return piece
+        thought = "".join(thoughts)
+        if thought:
+            self.thought.append(thought)
+        return thought, piece
 
     def completion(self) -> Completion:
         tool_calls = [
@@ -96,7 +113,17 @@ class StreamReader(Struct):
             usage=self.usage,
             finish_reason=self.finish,
             model=self.served_model,
+            reasoning="".join(self.thought),
         )
+
+
+def _thought(delta: dict[str, Any]) -> str | None:
+    """The thinking a delta carries, under either name (see `REASONING_FIELDS`)."""
+    for name in REASONING_FIELDS:
+        value = _str_or_none(delta.get(name))
+        if value:
+            return value
+    return None
 
 
 def _dict(value: Any) -> dict[str, Any]:

@@ -75,6 +75,7 @@ class UnconfiguredClient(ModelClient):
         tools: list[dict[str, Any]] | None = None,
         on_delta: Callable[[str], None] | None = None,
         model: str | None = None,
+        on_reasoning: Callable[[str], None] | None = None,
     ) -> Completion:
         raise ModelError("unconfigured", self.message)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from engine.errors import TroveError
@@ -17,6 +18,9 @@ from engine.events import (
     to_dict,
 )
 from engine.util.private import private_dir, write_private
+from engine.util.thought import thought_line
+
+_CLOSES_DETAILS = re.compile(r"</(?=details)", re.IGNORECASE)
 
 
 def thread_markdown(
@@ -29,7 +33,8 @@ def thread_markdown(
     stopped it, "_(reply cut off: …)_" with the turn's error when the stream
     failed. A steer (text sent while a reply ran, read by the model before its
     next step) starts with "**Steer:**". A reply written by one of the config's named
-    models says which: "## Assistant (deep)". A `/system` shows where it was set, under
+    models says which: "## Assistant (deep)". A reasoning model's thinking is folded above
+    the reply's text (`thinking_block`). A `/system` shows where it was set, under
     "## System prompt" (its reset as "_(back to the default)_"); `system`, the one in
     force, heads the thread when it was set on another branch than `events`.
     """
@@ -44,7 +49,11 @@ def thread_markdown(
             lines += [f"## {label}", "", steer + event.text, ""]
         elif isinstance(event, AssistantMessage):
             named = f" ({event.model_entry})" if event.model_entry else ""  # /model: which
-            lines += [f"## Assistant{named}", "", event.content or "", ""]
+            lines += [f"## Assistant{named}", ""]
+            if event.reasoning:
+                lines += thinking_block(event.reasoning, event.reasoning_seconds)
+            if event.content or not event.reasoning:
+                lines += [event.content or "", ""]
             for call in event.calls:
                 lines += [f"- tool `{call.name}`: `{call.arguments}`"]
             if event.cancelled:
@@ -59,6 +68,16 @@ def thread_markdown(
             else:
                 lines += ["## System prompt", "", event.text, ""]
     return "\n".join(lines)
+
+
+def thinking_block(reasoning: str, seconds: float | None) -> list[str]:
+    """The thinking as a collapsed `<details>` block, its lines quoted: a code block it
+    leaves open ends with the quote, so it cannot swallow the reply after it, and a
+    `</details>` in it is written `&lt;/details>` so that it cannot close the block."""
+    text = _CLOSES_DETAILS.sub("&lt;/", reasoning)
+    quoted = [f"> {line}" if line.strip() else ">" for line in text.split("\n")]
+    summary = thought_line(len(reasoning), seconds)
+    return ["<details>", f"<summary>{summary}</summary>", "", *quoted, "", "</details>", ""]
 
 
 def _why_cut_off(events: list[LogEvent], index: int) -> str:

@@ -14,6 +14,7 @@ from engine.port import (
     ModelStatus,
     Port,
     QueuedPrompt,
+    ReasoningDelta,
     ReplyDelta,
     Retrying,
     StateChanged,
@@ -40,6 +41,9 @@ class DriverRelay:
 
     def on_delta(self, turn: int, text: str) -> None:
         self._port.publish(ReplyDelta(turn, text))
+
+    def on_reasoning(self, turn: int, text: str) -> None:
+        self._port.publish(ReasoningDelta(turn, text))
 
     def on_state(self) -> None:
         self._port.publish(StateChanged(self._state()))

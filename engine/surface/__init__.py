@@ -125,9 +125,10 @@ class Surface:
                 build = builder_of(kind)
                 if build is not None and (kind is not UserMessage or event.checkpoint is None):  # type: ignore[union-attr]
                     entry = build(event, turn)
-                    add(entry)
-                    tokens += entry.tokens
-                    added += 1
+                    if entry is not None:
+                        add(entry)
+                        tokens += entry.tokens
+                        added += 1
                 elif kind is TurnStart:
                     turn = event.turn  # type: ignore[union-attr]
                 elif kind is EndSeed or (kind is TurnEnd and not event.withdrawn):  # type: ignore[union-attr]
@@ -184,7 +185,9 @@ class Surface:
             self._add(entry)
 
     def _assistant(self, event: AssistantMessage) -> None:
-        self._add(assistant_entry(event, self._turn))
+        entry = assistant_entry(event, self._turn)
+        if entry is not None:
+            self._add(entry)
 
     def _tool(self, event: ToolResult) -> None:
         self._add(tool_entry(event, self._turn))

@@ -106,10 +106,14 @@ def user_entry(event: UserMessage, turn: int | None) -> Entry:
     )
 
 
-def assistant_entry(event: AssistantMessage, turn: int | None) -> Entry:
+def assistant_entry(event: AssistantMessage, turn: int | None) -> Entry | None:
+    """None for a reply with neither text nor calls (one cut off while it was still
+    thinking): there is nothing in it to send, and its thinking is never sent."""
     size = len(event.content or "")
     calls = event.tool_calls
     if not calls:
+        if not size:
+            return None
         return Entry(event.seq, "assistant", event, (size + 3) // 4 + 4, False, turn)
     size += sum([len(c.name) + len(c.arguments or "{}") for c in calls])
     ids = tuple([call.id for call in calls])
@@ -121,7 +125,7 @@ def tool_entry(event: ToolResult, turn: int | None) -> Entry:
     return Entry(event.seq, "tool", event, tokens, False, turn, (), event.call_id)
 
 
-ENTRY_BUILDERS: dict[type, Callable[[Any, int | None], Entry]] = {
+ENTRY_BUILDERS: dict[type, Callable[[Any, int | None], Entry | None]] = {
     UserMessage: user_entry,
     AssistantMessage: assistant_entry,
     ToolResult: tool_entry,

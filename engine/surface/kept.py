@@ -157,10 +157,11 @@ class _Kept:
                 if kind is UserMessage and event.checkpoint is not None:  # type: ignore[union-attr]
                     return False
                 entry = build(event, surface._turn)
-                self.queued.append(entry)
-                surface.tokens += entry.tokens
-                surface.newest = entry.seq
-                surface.version += 1
+                if entry is not None:
+                    self.queued.append(entry)
+                    surface.tokens += entry.tokens
+                    surface.newest = entry.seq
+                    surface.version += 1
             elif kind is TurnStart:
                 surface._turn = event.turn  # type: ignore[union-attr]
             elif kind is TurnEnd:

@@ -66,7 +66,16 @@ def fork_thread(
                     )
                     for call in message.get("tool_calls", ())
                 )
-                log.append(AssistantMessage(content=message.get("content", ""), tool_calls=calls))
+                said = entry.event
+                thought = said if isinstance(said, AssistantMessage) else None  # on screen only
+                log.append(
+                    AssistantMessage(
+                        content=message.get("content", ""),
+                        tool_calls=calls,
+                        reasoning=thought.reasoning if thought else None,
+                        reasoning_seconds=thought.reasoning_seconds if thought else None,
+                    )
+                )
             elif entry.role == "tool":
                 log.append(ToolResult(call_id=message["tool_call_id"], content=message["content"]))
         for note in notebook_at(events):

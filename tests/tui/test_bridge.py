@@ -61,3 +61,38 @@ async def test_the_transcript_holds_its_own_events(app_factory: Any, server: Any
         assert app.runtime.thread.id != first
         assert not app.query(UserMessage) and not app.query(PastReply)
         assert transcript.events == app.runtime.thread.log.events
+
+
+def test_thinking_and_text_deltas_each_join_a_message_of_their_own() -> None:
+    """Deltas queued behind a message of their kind join it; a change of kind starts a new
+    one, so the screen hears thinking and text in the order the engine spoke."""
+    from engine.port import ReasoningDelta, ReplyDelta
+    from tui.bridge import Bridge
+
+    posted: list[Any] = []
+
+    class Target:
+        def post_message(self, message: Any) -> bool:
+            posted.append(message)
+            return True
+
+    class Runtime:
+        def subscribe(self, listener: Any, on_error: Any) -> Any:
+            self.listener = listener
+            return lambda: None
+
+    runtime = Runtime()
+    Bridge(runtime, Target(), on_error=lambda *a: None)  # type: ignore[arg-type]
+    for notification in (
+        ReasoningDelta(1, "let "),
+        ReasoningDelta(1, "me think"),
+        ReplyDelta(1, "The "),
+        ReplyDelta(1, "answer."),
+        ReasoningDelta(1, "more"),
+    ):
+        runtime.listener(notification)
+    assert [(type(m).__name__, m.take()) for m in posted] == [
+        ("ReasoningStreamed", "let me think"),
+        ("ReplyStreamed", "The answer."),
+        ("ReasoningStreamed", "more"),
+    ]

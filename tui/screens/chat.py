@@ -226,6 +226,13 @@ class ChatScreen(Screen[None]):
             except Exception as exc:
                 self._display_failed(message, exc)
 
+    def on_reasoning_streamed(self, message: bridge.ReasoningStreamed) -> None:
+        if (runtime := self._sender_of(message)) is not None:
+            try:
+                self._view.thought(runtime, message.take())
+            except Exception as exc:
+                self._display_failed(message, exc)
+
     def on_engine_state_changed(self, message: bridge.EngineStateChanged) -> None:
         if self._sender_of(message) is not None:
             self._view.state(message.state)

@@ -134,6 +134,13 @@ class ThreadView:
             self.state(runtime.state(), restart=False)
         self._screen.query_one(Transcript).delta(text)
 
+    def thought(self, runtime: Runtime, text: str) -> None:
+        """Thinking that arrived since the last (a reasoning model's; it ends any wait)."""
+        if self._waiting:
+            self._waiting = ""
+            self.state(runtime.state(), restart=False)
+        self._screen.query_one(Transcript).reasoning(text)
+
     def waiting_on(self, runtime: Runtime, text: str) -> None:
         """What the running request waits on now (a retry, the offline model's start)."""
         self._waiting = text

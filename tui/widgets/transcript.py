@@ -33,6 +33,7 @@ from tui.widgets.load_button import LoadButton
 from tui.widgets.new_output import NewOutputMarker
 from tui.widgets.readable_width import readable_padding
 from tui.widgets.shown_events import ShownEvents
+from tui.widgets.thinking_block import ThinkingBlock
 from tui.widgets.tool_block import ToolBlock
 
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ def _rows(event: LogEvent, width: int) -> int:
         text = event.text
     elif isinstance(event, ev.AssistantMessage):
         text = (event.content or "") + "\n\n" * len(event.calls)  # a tool block: two rows
+        text += "\n\n" if event.reasoning else ""  # the thinking's title and its margin
     elif isinstance(event, ev.TurnEnd):
         return 2 if event.status in ("error", "cancelled") else 0
     else:
@@ -99,7 +101,7 @@ class Transcript(VerticalScroll):
     }
     /* Each message a line below the one before it, its text a cell in from its edges. */
     Transcript > UserMessage, Transcript > PastReply, Transcript > Notice,
-    Transcript > CheckpointBlock, Transcript > FirstRunPanel {
+    Transcript > CheckpointBlock, Transcript > FirstRunPanel, Transcript > ThinkingBlock {
         margin: 1 0 0 0;
         padding: 0 1;
     }
@@ -114,6 +116,8 @@ class Transcript(VerticalScroll):
         self._start = 0
         self._end = 0
         self._reply: AssistantMessage | None = None
+        self._thinking: ThinkingBlock | None = None
+        """The thinking streaming in now (a reasoning model's), until its reply is logged."""
         self._tools: dict[str, ToolBlock] = {}
         self._results: dict[str, str] = {}
         """Tool results by call id, of the log from `_indexed_from` on (see `_result_of`)."""
@@ -167,7 +171,13 @@ class Transcript(VerticalScroll):
         if isinstance(event, ev.AssistantMessage):
             out: list[Widget] = []
             content = event.content or ""
-            self._interrupted = event.interrupted
+            # A reply cut off while it was still thinking kept no text: nothing of a reply.
+            self._interrupted = event.interrupted and bool(content)
+            if live and self._thinking is not None:
+                thinking, self._thinking = self._thinking, None
+                thinking.finish(event.reasoning or "", event.reasoning_seconds)
+            elif event.reasoning:
+                out.append(ThinkingBlock(event.reasoning, seconds=event.reasoning_seconds))
             if live and self._reply is not None:
                 reply, self._reply = self._reply, None
                 reply.seq = event.seq
@@ -201,6 +211,9 @@ class Transcript(VerticalScroll):
             return []
         if isinstance(event, ev.TurnEnd):
             interrupted, self._interrupted = self._interrupted, False
+            if live and self._thinking is not None:  # thinking the log never took
+                thinking, self._thinking = self._thinking, None
+                thinking.finish(thinking.text, None)
             if live and self._reply is not None:
                 # Text streamed but never logged: close it here, or the next turn's
                 # reply would be written into it. Blank text is not worth a widget.
@@ -294,9 +307,24 @@ class Transcript(VerticalScroll):
             self.mount_all(widgets, before=self._newer_button())
             self._trim(top=True)
 
+    def reasoning(self, text: str) -> None:
+        """A reasoning model's thinking: a collapsed block above the reply to come."""
+        if self._end < len(self.events):
+            return
+        if self._thinking is None:
+            self._output_arrives()
+            self._thinking = ThinkingBlock(live=True)
+            if self._reply is not None:  # thinking after some text: still above it
+                self.mount(self._thinking, before=self._reply)
+            else:
+                self.mount(self._thinking)
+        self._thinking.write(text)
+
     def delta(self, text: str) -> None:
         if self._end < len(self.events):
             return
+        if self._thinking is not None:
+            self._thinking.stop()  # the answer begins
         if self._reply is None:
             self._output_arrives()
             self._reply = _assistant_message()()
@@ -394,6 +422,7 @@ class Transcript(VerticalScroll):
         """
         self.kept = kept or {}
         self.events = ShownEvents(events)
+        self._thinking = None  # its widget went with the children: it streams no more here
         self._results = {}
         self._indexed_from = len(self.events)
         self._end = len(self.events)
@@ -428,7 +457,7 @@ class Transcript(VerticalScroll):
         """`_interrupted` as building events [begin, index) in order would leave it."""
         for event in reversed(self.events[begin:index]):
             if isinstance(event, ev.AssistantMessage):
-                return event.interrupted
+                return event.interrupted and bool(event.content)
             if isinstance(event, ev.TurnEnd):
                 return False
         return self._interrupted

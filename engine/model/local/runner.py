@@ -306,6 +306,7 @@ class LocalModelClient(ModelClient):
         tools: list[dict[str, Any]] | None = None,
         on_delta: Callable[[str], None] | None = None,
         model: str | None = None,
+        on_reasoning: Callable[[str], None] | None = None,
     ) -> Completion:
         """Start the server on first use, then stream exactly as for a remote endpoint."""
         told = None if self.server.running else self.observer
@@ -326,7 +327,9 @@ class LocalModelClient(ModelClient):
             client = client.with_options(default_headers={"Connection": "close"})
             self._client = self._one_shot_client = client
         # A summary model named in config means nothing to a one-model server.
-        return await super().complete(messages, tools=tools, on_delta=on_delta)
+        return await super().complete(
+            messages, tools=tools, on_delta=on_delta, on_reasoning=on_reasoning
+        )
 
     async def aclose(self) -> None:
         """Close the HTTP pool, then stop the server; safe if it never started."""
