@@ -55,10 +55,11 @@ def retry_after(log: SessionLog) -> int:
 
 
 def replies(log: SessionLog) -> Iterator[str]:
-    """The text of each reply on the thread's line, newest first (read from the end)."""
+    """The text of each reply on the thread's line, newest first (read from the end), made
+    terminal-safe as it is shown: a copy never carries a reply's escape sequences."""
     for event in reversed(log.events):
         if type(event) is AssistantMessage and event.content:
-            yield event.content
+            yield safe_text(event.content)
 
 
 def code_blocks(text: str) -> list[str]:

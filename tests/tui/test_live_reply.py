@@ -9,6 +9,7 @@ from textual.widget import Widget
 
 from devtools import scripted_server as s
 from engine import events as ev
+from engine.runtime.commands_replies import choose_copy
 from engine.util.safe_text import safe_text
 from tests.support import of_kind
 from tests.tui.conftest import say, settle
@@ -47,7 +48,8 @@ async def test_a_finished_reply_is_one_widget_drawn_like_a_resumed_one(app_facto
         (logged,) = of_kind(app.runtime.thread.log.events, ev.AssistantMessage)
         assert not reply.children  # no widget per block, no streaming parts left
         assert reply.text == safe_text(logged.content or "") and "\x1b" not in reply.text
-        assert app.chat.front_end.last_reply() == reply.text  # what /copy copies
+        copied, _ = choose_copy(app.runtime.thread.log, "")
+        assert copied == reply.text  # what /copy copies
         live = drawn(reply)
         assert any("code stays as it is" in line for line in live)
 

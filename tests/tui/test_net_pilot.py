@@ -148,7 +148,7 @@ async def test_copy_says_where_the_text_went(tmp_path: Path, server: Any, monkey
         # A tool that took it: that is a copy, and the answer names the tool.
         _fake_tool(bin_dir, "xclip", 0, sink)
         answer = await _copy_answer(app, pilot)
-        assert answer == "Copied 10 characters to the system clipboard (xclip)."
+        assert answer == "Copied the last reply to the system clipboard (xclip)."
         assert sink.read_text(encoding="utf-8") == "the answer"
 
 
