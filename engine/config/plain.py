@@ -47,6 +47,8 @@ def plain_scalar(text: str) -> tuple[bool, object]:
 
 
 def _scalar(text: str) -> object:
+    if text == "{}" or text == "[]":  # an empty mapping or list, as YAML's flow style writes it
+        return {} if text == "{}" else []
     if text in _CONSTANTS:
         return _CONSTANTS[text]
     if _INT.fullmatch(text):
