@@ -129,10 +129,11 @@ def test_narrow_terminal(snap_compare, app_factory, server):
 
 
 def test_help_screen_keys(snap_compare, app_factory):
-    """F1 on a tall terminal shows every key: anywhere (Esc, Ctrl+C, Ctrl+O, Ctrl+T, Ctrl+Y,
-    F1, Ctrl+Q, Tab, Ctrl+P), in the prompt (Enter, Ctrl+S / Alt+Enter / Ctrl+Enter steer on a
-    line of their own, Ctrl+D), the queue, the transcript and the inspector (F2, Shift+F2);
-    long descriptions wrap under their own column."""
+    """F1 on a tall terminal, scrolled to its end: the keys by where they work, from the
+    prompt's (Ctrl+S / Alt+Enter / Ctrl+Enter steer wrapping in the key column) through the
+    queue, the transcript (scrolling), a block's Enter, the inspector and each of its tabs
+    (what Enter does there), to the dialogs' and this help's own; long descriptions wrap
+    under their own column."""
 
     async def run_before(pilot: Any) -> None:
         await settle(pilot)

@@ -52,13 +52,15 @@ def when(stamp: str) -> str:
 class BatchTable(DataTable[Text]):
     """The batches, one row each; Enter moves on to the batch's sources."""
 
-    BINDINGS = [Binding("enter", "select_cursor", "Sources")]
+    BINDINGS = [
+        Binding("enter", "select_cursor", "Sources", tooltip="on a batch: list its sources")
+    ]
 
 
 class SourceList(OptionList):
     """The sources of one batch; Enter opens the highlighted one in the Reader."""
 
-    BINDINGS = [Binding("enter", "select", "Read")]
+    BINDINGS = [Binding("enter", "select", "Read", tooltip="on a source: read it in the Reader")]
 
 
 class BatchesTab(InspectorTab):

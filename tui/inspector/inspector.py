@@ -63,8 +63,8 @@ class ArchiveInspector(Vertical):
     ArchiveInspector TabPane { height: 1fr; padding: 1 1 0 1; }
     """
     BINDINGS = [
-        Binding("escape", "close", "Close"),
-        Binding("f2", "next_tab", "Next tab"),
+        Binding("escape", "close", "Close", tooltip="close the inspector"),
+        Binding("f2", "next_tab", "Next tab", tooltip="next tab (Search, Batches, Notes, Reader)"),
         Binding("shift+f2", "previous_tab", "Previous tab", show=False),
     ]
 

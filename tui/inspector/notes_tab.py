@@ -35,7 +35,11 @@ EMPTY = (
 class NoteList(OptionList):
     """Notes and their citations, one option each; Enter reads a citation."""
 
-    BINDINGS = [Binding("enter", "select", "Read source")]
+    BINDINGS = [
+        Binding(
+            "enter", "select", "Read source", tooltip="on a citation: read its source in the Reader"
+        )
+    ]
 
     targets: list[tuple[str, str] | None]
     """Per option: (source id, citation status) for a citation, None for a note."""

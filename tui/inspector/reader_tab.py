@@ -60,8 +60,10 @@ class ReaderTab(InspectorTab):
     BINDINGS = [
         Binding("p", "previous_page", "Previous page"),
         Binding("n", "next_page", "Next page"),
-        Binding("c", "copy_page", "Copy page"),
-        Binding("o", "open_thread", "Open its thread"),
+        Binding("c", "copy_page", "Copy page", tooltip="copy this page"),
+        Binding(
+            "o", "open_thread", "Open its thread", tooltip="open the thread this source is from"
+        ),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:

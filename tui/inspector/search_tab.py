@@ -75,13 +75,15 @@ def match_page(item: dict[str, Any], pattern: re.Pattern[str] | None) -> int:
 class SearchBox(Input):
     """The query; Enter searches (shown in the footer)."""
 
-    BINDINGS = [Binding("enter", "submit", "Search")]
+    BINDINGS = [
+        Binding("enter", "submit", "Search", tooltip="in the box: search this thread's archive")
+    ]
 
 
 class ResultList(OptionList):
     """Search results; Enter opens the highlighted source in the Reader."""
 
-    BINDINGS = [Binding("enter", "select", "Read")]
+    BINDINGS = [Binding("enter", "select", "Read", tooltip="on a result: read it in the Reader")]
 
 
 class SearchTab(InspectorTab):
@@ -94,7 +96,7 @@ class SearchTab(InspectorTab):
     SearchTab > #search-scope > Label { padding: 0 1; color: $text-muted; }
     """
     BINDINGS = [
-        Binding("down", "results", "Results", show=False),
+        Binding("down", "results", "Results", show=False, tooltip="from the box: to the results"),
         Binding("f3", "toggle_all", "All threads", tooltip="search every thread of yours"),
     ]
 

@@ -50,6 +50,7 @@ from tui.screens.queue_editor import QueueEditor
 from tui.screens.stray_text import StrayText
 from tui.screens.thread_controller import ThreadController
 from tui.screens.thread_view import ThreadView
+from tui.screens.toast_room import keep_toasts_above
 from tui.screens.warm_up import warm_up
 from tui.startup.collection import resume_collection
 from tui.widgets.key_footer import KeyFooter
@@ -145,6 +146,7 @@ class ChatScreen(Screen[None]):
         # Now, not after the first frame (`focus()` defers it): the first frame already
         # shows the prompt focused, ready to type into.
         self.set_focus(prompt, scroll_visible=False)
+        keep_toasts_above(self, self.query_one(SlashMenu), prompt)
         if not self.settings.show_opened():
             self.post_message(self.Ready())
 

@@ -27,10 +27,15 @@ ARGUMENT_CHARS = 4000
 class ConsentScreen(ModalScreen[str]):
     CSS_PATH = "consent.tcss"
     BINDINGS = [
-        Binding("o", "answer('once')", "Allow once"),
-        Binding("t", "answer('thread')", "Allow for this thread"),
-        Binding("d", "answer('deny')", "Deny"),
-        Binding("escape", "answer('deny')", "Deny"),
+        Binding("o", "answer('once')", "Allow once", tooltip="allow this call once"),
+        Binding(
+            "t",
+            "answer('thread')",
+            "Allow for this thread",
+            tooltip="allow this tool for the rest of the thread",
+        ),
+        Binding("d", "answer('deny')", "Deny", tooltip="deny this call"),
+        Binding("escape", "answer('deny')", "Deny", tooltip="deny this call"),
     ]
 
     def __init__(self, request: ConsentRequest) -> None:

@@ -69,14 +69,19 @@ def help_notes(configured: bool, backend: Backend | None) -> str:
 
 
 def _rows(bindings: Iterable[BindingType]) -> list[Row]:
+    """One row per thing a key does; keys that do the same thing share a row
+    ("N / Esc  no")."""
     rows: list[Row] = []
     for item in bindings:
         binding = item if isinstance(item, Binding) else Binding(*item)
         what = binding.tooltip or binding.description.lower()
-        if what and binding.action not in ("help_quit", "screen.copy_text"):
-            row = (binding.key, what)
-            if row not in rows:
-                rows.append(row)
+        if not what or binding.action in ("help_quit", "screen.copy_text"):
+            continue
+        same = next((i for i, (_, done) in enumerate(rows) if done == what), None)
+        if same is None:
+            rows.append((binding.key, what))
+        elif binding.key not in rows[same][0].split(","):
+            rows[same] = (f"{rows[same][0]},{binding.key}", what)
     return rows
 
 
@@ -85,29 +90,70 @@ def _own(cls: type[DOMNode]) -> list[BindingType]:
     return list(cls.__dict__.get("BINDINGS", []))
 
 
+SCROLL_ACTIONS = ("scroll_up", "scroll_down", "page_up", "page_down", "scroll_home", "scroll_end")
+"""The vertical scrolling a scrollable container inherits from Textual."""
+
+
+def _scrolling(cls: type[DOMNode], what: str) -> list[BindingType]:
+    """One row for the up/down scrolling `cls` inherits (its own keys say the rest)."""
+    own = {key for b in _own(cls) for key in _binding(b).key.split(",")}
+    keys = [
+        key
+        for base in cls.__mro__[1:]
+        for b in base.__dict__.get("BINDINGS", [])
+        if _binding(b).action in SCROLL_ACTIONS
+        for key in _binding(b).key.split(",")
+        if key not in own
+    ]
+    return [Binding(",".join(dict.fromkeys(keys)), "scroll", tooltip=what)] if keys else []
+
+
+def _binding(item: BindingType) -> Binding:
+    return item if isinstance(item, Binding) else Binding(*item)
+
+
 def help_bindings(app: type[App[Any]], screen: type[Screen[Any]]) -> list[Section]:
-    """The sections of the help's key list, each read from the bindings of its widgets
-    (`app`: the running app's class, whose own keys work anywhere; `screen`: the screen's
-    the help is shown over)."""
+    """The sections of the help's key list, one per place a key works in, each read from
+    the bindings of the widgets there (`app`: the running app's class, whose own keys
+    work anywhere; `screen`: the screen's the help is shown over)."""
     from tui.inspector.batches_tab import BatchTable, SourceList
     from tui.inspector.inspector import ArchiveInspector
     from tui.inspector.notes_tab import NoteList
     from tui.inspector.reader_tab import ReaderTab
     from tui.inspector.search_tab import ResultList, SearchBox, SearchTab
+    from tui.screens.confirm import ConfirmScreen
+    from tui.screens.consent import ConsentScreen
+    from tui.screens.rewind import RewindScreen
+    from tui.screens.threads import ThreadsScreen
     from tui.widgets.checkpoint_block import CheckpointBlock
+    from tui.widgets.load_button import LoadButton
     from tui.widgets.prompt_input import PromptInput
     from tui.widgets.status_strip import QueueList
+    from tui.widgets.thinking_block import ThinkingBlock
+    from tui.widgets.tool_block import ToolBlock
     from tui.widgets.transcript import Transcript
 
     palette = Binding(app.COMMAND_PALETTE_BINDING, "command_palette", "command palette")
-    inspector: list[type[DOMNode]] = [ArchiveInspector, SearchTab, SearchBox, ResultList]
-    inspector += [BatchTable, SourceList, NoteList, ReaderTab]
+    scroll = _scrolling(Transcript, "scroll the transcript (once it has the focus: click it)")
+    # The lists' Enter is OptionList's own (no binding of ours to read it from).
+    open_thread = Binding("enter", "select", tooltip="open the highlighted thread")
+    go_back = Binding("enter", "select", tooltip="go back to just before that prompt")
     sources: Sequence[tuple[str, Sequence[type[DOMNode]], list[BindingType]]] = [
         ("Keys anywhere", [app, Screen, screen], [palette]),
         ("Keys in the prompt", [PromptInput], []),
-        ("Keys in the queue", [QueueList], []),
-        ("Keys in the transcript", [Transcript, CheckpointBlock], []),
-        ("Keys in the archive inspector", inspector, []),
+        ("Keys in the queue (Tab from the prompt)", [QueueList], []),
+        ("Keys in the transcript", [Transcript, LoadButton], scroll),
+        ("Keys on a block in the transcript", [ToolBlock, ThinkingBlock, CheckpointBlock], []),
+        ("Keys in the archive inspector (Ctrl+O)", [ArchiveInspector], []),
+        ("Inspector: Search tab", [SearchTab, SearchBox, ResultList], []),
+        ("Inspector: Batches tab", [BatchTable, SourceList], []),
+        ("Inspector: Notes tab", [NoteList], []),
+        ("Inspector: Reader tab", [ReaderTab], []),
+        ("Keys in a yes/no question", [ConfirmScreen], []),
+        ("Keys when an MCP tool asks to run", [ConsentScreen], []),
+        ("Keys in the thread list (Ctrl+T)", [ThreadsScreen], [open_thread]),
+        ("Keys in the rewind list (Esc Esc)", [RewindScreen], [go_back]),
+        ("Keys in this help", [HelpScreen], []),
     ]
     sections = []
     for title, classes, extra in sources:
@@ -119,7 +165,7 @@ def help_bindings(app: type[App[Any]], screen: type[Screen[Any]]) -> list[Sectio
 
 class HelpScreen(ModalScreen[None]):
     CSS_PATH = ["dialog.tcss", "help.tcss"]
-    BINDINGS = [Binding("escape,q,f1", "dismiss", "Close")]
+    BINDINGS = [Binding("escape,q,f1", "dismiss", "Close", tooltip="close this help")]
 
     def __init__(
         self, commands: Iterable[tuple[str, str]], keys: list[Section], notes: str = ""
@@ -142,7 +188,6 @@ class HelpScreen(ModalScreen[None]):
                     yield _row(key_label(keys), what)
             if self.notes:
                 yield Static(self.notes, classes="help-end")
-            yield Static("Esc closes this help.", classes="help-end")
 
     @property
     def text(self) -> str:

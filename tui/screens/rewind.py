@@ -49,7 +49,9 @@ def _line(point: RewindPoint) -> Content:
 
 class RewindScreen(ModalScreen[RewindPoint | None]):
     CSS_PATH = ["dialog.tcss", "rewind.tcss"]
-    BINDINGS = [Binding("escape", "dismiss_none", "Close")]
+    BINDINGS = [
+        Binding("escape", "dismiss_none", "Close", tooltip="close the list; nothing changes")
+    ]
 
     def __init__(self, points: list[RewindPoint]) -> None:
         super().__init__()

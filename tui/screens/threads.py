@@ -21,7 +21,7 @@ from engine.workspace.listing import ThreadInfo, list_threads
 
 class ThreadsScreen(ModalScreen[str | None]):
     CSS_PATH = ["dialog.tcss", "threads.tcss"]
-    BINDINGS = [Binding("escape", "dismiss_none", "Close")]
+    BINDINGS = [Binding("escape", "dismiss_none", "Close", tooltip="close the list")]
 
     def __init__(self, threads: list[ThreadInfo], current: str) -> None:
         super().__init__()

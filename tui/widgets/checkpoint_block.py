@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from textual.binding import Binding
 from textual.content import Content
 from textual.reactive import reactive
 from textual.widget import Widget
@@ -21,7 +22,14 @@ class CheckpointBlock(Widget, can_focus=True):
     }
     CheckpointBlock:focus { border: round $accent; }
     """
-    BINDINGS = [("enter", "open", "Open in inspector")]
+    BINDINGS = [
+        Binding(
+            "enter",
+            "open",
+            "Open in inspector",
+            tooltip="on a compaction: open its archived originals in the inspector",
+        )
+    ]
 
     batch_id: reactive[int | None] = reactive(None)
     """The archive batch holding the originals (not `batch`: that is `Widget.batch()`)."""

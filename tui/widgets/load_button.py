@@ -31,7 +31,15 @@ class LoadButton(Static, can_focus=True):
     LoadButton:hover { background: $surface-darken-1; }
     LoadButton:focus { text-style: $button-focus-text-style; background-tint: $foreground 5%; }
     """
-    BINDINGS = [Binding("enter,space", "press", "Load", show=False)]
+    BINDINGS = [
+        Binding(
+            "enter,space",
+            "press",
+            "Load",
+            show=False,
+            tooltip='on "earlier/newer events": load them',
+        )
+    ]
 
     class Pressed(Message):
         def __init__(self, button: LoadButton) -> None:

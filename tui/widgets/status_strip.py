@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
 from textual.reactive import reactive
@@ -55,8 +56,13 @@ class QueueList(OptionList):
     QueueList:focus { background: $boost; }
     """
     BINDINGS = [
-        ("delete,backspace", "remove", "Remove"),
-        ("e", "edit", "Edit"),
+        Binding(
+            "delete,backspace",
+            "remove",
+            "Remove",
+            tooltip="remove the highlighted prompt (Ctrl+Z puts it back)",
+        ),
+        Binding("e,enter", "edit", "Edit", tooltip="edit: take the prompt back into the box"),
     ]
 
     def action_cursor_up(self) -> None:

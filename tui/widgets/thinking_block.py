@@ -67,7 +67,15 @@ class ThinkingBlock(Widget, can_focus=True):
     }
     """
     COMPONENT_CLASSES = {"thinking-block--title"}
-    BINDINGS = [Binding("enter", "toggle_block", "Toggle", show=False)]
+    BINDINGS = [
+        Binding(
+            "enter",
+            "toggle_block",
+            "Toggle",
+            show=False,
+            tooltip="on a thinking block: show or hide the model's thinking",
+        )
+    ]
 
     collapsed: reactive[bool] = reactive(True, layout=True)
     """The title alone, or the title and the thinking in full."""

@@ -57,7 +57,15 @@ class ToolBlock(Widget, can_focus=True):
         "tool-block--error",
         "tool-block--label",
     }
-    BINDINGS = [Binding("enter", "toggle_block", "Toggle", show=False)]
+    BINDINGS = [
+        Binding(
+            "enter",
+            "toggle_block",
+            "Toggle",
+            show=False,
+            tooltip="on a tool call: show or hide its arguments and result in full",
+        )
+    ]
 
     collapsed: reactive[bool] = reactive(True, layout=True)
     """Two lines (the call, the result's summary), or the arguments and result in full."""
