@@ -1,5 +1,7 @@
 """Every kind of session-log event, declared once, with its typed payload.
 
+Over 400 lines as one file on purpose: it is the log's contract, every kind side by side.
+
 A line of the log is one of these Structs, tagged by its `kind` (the JSON
 field, spelled as on disk). Decoding a line validates the types of every
 field a reader uses, so the readers (surface, driver, tail, continuity,

@@ -1,5 +1,7 @@
 """Trove's configuration: one optional YAML file, validated strictly, with env fallbacks.
 
+Over 400 lines as one file on purpose: every key of the config, read side by side.
+
 Every key is declared once, below, as a field of a frozen msgspec Struct: its type,
 its default, and one `_key(...)` Meta with its description (config.example.yaml
 carries the same text; a test holds them equal) and its rules. schema.py checks data

@@ -4,7 +4,8 @@ An open loads the log (from its end when it can: engine.log.load) and repairs wh
 a crash or damage left (engine.log.repair). An append stamps the payload (seq,
 time), writes one whole line or nothing (`LogWriteError` when it cannot: engine.log.
 failures), then runs the engine's projections and the front ends' listeners. A
-clean close keeps the resume index beside it (`keep_index`).
+clean close keeps the resume index beside it (`keep_index`). Over 400 lines as one
+class: the load, the appends and the file checks share the writer's state.
 """
 
 from __future__ import annotations

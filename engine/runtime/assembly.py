@@ -1,7 +1,8 @@
 """Assembles one open thread: config, log, model client, tools and driver.
 
 Every front end (the Textual app, the plain REPL, one-shot mode, tests)
-builds the same Runtime, so they cannot drift apart in behaviour.
+builds the same Runtime, so they cannot drift apart in behaviour. Over 400 lines:
+the open, the notices an open owes the user, and the close are one lifecycle.
 """
 
 from __future__ import annotations
