@@ -123,6 +123,4 @@ class ContinuityContext:
 
     def snapshot(self) -> Snapshot:
         active = surface_inputs(self.entries(), self.hidden_seqs())
-        return Snapshot(
-            self.recorded(), active, self.scope, self.store, self.index, self.events()
-        )
+        return Snapshot(self.recorded(), active, self.scope, self.store, self.index, self.events())
