@@ -34,6 +34,7 @@ from typing import IO
 import msgspec
 from msgspec import Struct
 
+from engine.log.derived import discard_covering
 from engine.log.index import LogIndex
 from engine.log.state import FileFacts, LineState
 from engine.util.private import open_derived, write_derived
@@ -201,19 +202,7 @@ def write(
 def discard_beyond(log_path: Path, size: int) -> None:
     """Remove the resume index if it covers more of the log than its first `size` bytes
     (or its header cannot be read): the writer does, before it cuts the log."""
-    target = path_for(log_path)
-    try:
-        with open_derived(target, 1 << 62) as fh:
-            head = fh.read(len(MAGIC) + _HEADER.size)
-    except FileNotFoundError:
-        return
-    except OSError:
-        head = b""
-    whole = len(head) == len(MAGIC) + _HEADER.size and head.startswith(MAGIC)
-    if whole and _HEADER.unpack_from(head, len(MAGIC))[0] <= size:
-        return
-    with contextlib.suppress(OSError):
-        target.unlink()
+    discard_covering(path_for(log_path), MAGIC, _HEADER, size)
 
 
 def discard(log_path: Path) -> None:

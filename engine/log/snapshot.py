@@ -32,6 +32,7 @@ import msgspec
 from msgspec import Struct
 
 from engine.events import KnownEvent, LogEvent, UnknownEvent
+from engine.log.derived import discard_covering
 from engine.log.line_codec import in_order
 from engine.log.log_file import open_log
 from engine.util.private import open_derived, write_derived
@@ -172,19 +173,7 @@ def discard_beyond(log_path: Path, size: int) -> None:
     its header cannot be read). The writer does, before it cuts the log to `size` (a
     quarantine): no reader then maps bytes about to go, and the log grown again past
     them never meets a snapshot of what was cut (its CRC would be the only guard)."""
-    target = path_for(log_path)
-    try:
-        with open_derived(target, 1 << 62) as fh:  # never a FIFO's open, never past a link
-            head = fh.read(len(MAGIC) + _HEADER.size)
-    except FileNotFoundError:
-        return
-    except OSError:
-        head = b""
-    whole = len(head) == len(MAGIC) + _HEADER.size and head.startswith(MAGIC)
-    if whole and _HEADER.unpack_from(head, len(MAGIC))[0] <= size:
-        return
-    with contextlib.suppress(OSError):
-        target.unlink()
+    discard_covering(path_for(log_path), MAGIC, _HEADER, size)
 
 
 def worth_writing(events: list[LogEvent], kept: int) -> bool:
