@@ -116,3 +116,27 @@ def test_the_line_state_matches_a_walk_of_every_event_live_and_after_reopen(
         assert reopened.state == log.state
         assert reopened.facts == log.facts
         reopened.close()
+
+
+def test_the_newest_rename_is_a_fact_of_the_file_kept_through_the_resume_index(
+    tmp_path: Path,
+) -> None:
+    """The title bar reads it at open: never a walk back through a long thread's events."""
+    from engine.surface.kept import kept_parts
+
+    path = tmp_path / "session.jsonl"
+    log = SessionLog.open(path)
+    log.append(ev.UserMessage(text="hello"))
+    log.append(ev.SessionTitle(title="first  name"))
+    log.append(ev.UserMessage(text="more"))
+    log.append(ev.SessionTitle(title="the\nnew name"))
+    assert log.facts.title == "the new name"
+    assert log.keep_index(*kept_parts(Surface.from_events(log.events), len(log.file_events)))
+    log.close()
+    from_index = SessionLog.open(path)
+    assert from_index.index is not None and from_index.facts.title == "the new name"
+    from_index.close()
+    (path.parent / (path.name + ".resume")).unlink()
+    read_whole = SessionLog.open(path)
+    assert read_whole.facts.title == "the new name"
+    read_whole.close()

@@ -40,6 +40,7 @@ from engine.events import (
     PromptDraft,
     SessionFork,
     SessionRewind,
+    SessionTitle,
     ToolResult,
     TurnEnd,
     TurnStart,
@@ -82,6 +83,7 @@ class LineState(Struct, gc=False):
         pending = self.pending
         open_turn, last_turn = tail.open_turn, tail.last_turn
         typed = False
+        title: str | None = None
         rewinds: list[tuple[int, int]] = []
         for event in events:
             kind = type(event)
@@ -114,6 +116,8 @@ class LineState(Struct, gc=False):
                         rewinds.append((event.seq, event.after))  # type: ignore[union-attr]
                 elif kind is PromptDraft and event.text:  # type: ignore[union-attr]
                     typed = True
+                elif kind is SessionTitle:
+                    title = " ".join(event.title.split())  # type: ignore[union-attr]
                 handler = handler_of(kind)
                 if handler is not None:
                     handler(self, event)
@@ -122,6 +126,8 @@ class LineState(Struct, gc=False):
             facts.top_turn = max(facts.top_turn, last_turn)
             facts.typed = facts.typed or typed
             facts.rewinds.extend(rewinds)
+            if title is not None:
+                facts.title = title
 
     def _user(self, event: UserMessage) -> None:
         if event.item_id is not None:
@@ -186,10 +192,14 @@ class FileFacts(Struct, gc=False):
     """Anything the user typed: a prompt, sent or queued, or a draft with text."""
     rewinds: list[tuple[int, int]] = field(default_factory=list)
     """(seq, after) of every rewind that names an earlier event, in seq order."""
+    title: str = ""
+    """The newest `/rename` title on one line ("" when none), whatever the line."""
 
     def apply(self, event: LogEvent) -> None:
         kind = type(event)
-        if kind is TurnStart:
+        if kind is SessionTitle:
+            self.title = " ".join(event.title.split())  # type: ignore[union-attr]
+        elif kind is TurnStart:
             self.top_turn = max(self.top_turn, event.turn)  # type: ignore[union-attr]
         elif kind is UserMessage or kind is InboxQueued:
             self.typed = True

@@ -70,9 +70,8 @@ async def _title(runtime: Host, thread_id: str) -> str:
 
     thread = runtime.thread
     if thread_id == thread.id:
-        events = thread.log.file_events
-        renamed = [e.title for e in events if isinstance(e, SessionTitle)]
-        return safe_text(" ".join(renamed[-1].split())) if renamed else first_prompt(events)
+        renamed = thread.log.facts.title  # kept as the log appends: nothing read
+        return safe_text(renamed) if renamed else first_prompt(thread.log.file_events)
     try:
         summary = await asyncio.to_thread(summarize, thread.home, thread.user_id, thread_id)
     except (OSError, ThreadNotFoundError):

@@ -68,7 +68,7 @@ class ThreadView:
         back in the input; its state."""
         settings = self._settings
         title = self._screen.query_one(TitleBar)
-        title.thread = thread_title(runtime.thread.log.file_events) or runtime.thread.id
+        title.thread = runtime.thread.log.facts.title or runtime.thread.id
         title.model = self.model_label(runtime)
         transcript = self._screen.query_one(Transcript)
         transcript.remove_children()
