@@ -148,8 +148,19 @@ def test_fork_clears_references_before_it() -> None:
         end(5, archive_failure(ME, "x")),
         {"seq": 6, "kind": "session/fork", "from_thread": "t0", "from_seq": 5},
     ]
-    assert resolve(events, ME, {1: 2}).status == "uninitialized"
-    assert resolve([*events, end(9, ref(4))], ME, {4: 2}).reachable == (4,)
+    forked = resolve(events, ME, {1: 2})
+    assert forked.status == "uninitialized"
+    assert "fork of thread t0" in forked.error and "--thread t0" in forked.error
+    assert forked.summary()["reason"] == forked.error
+    after = resolve([*events, end(9, ref(4))], ME, {4: 2})
+    assert after.reachable == (4,) and after.error is None
+
+
+def test_a_fork_reason_never_repeats_a_hostile_parent_name() -> None:
+    events = [{"seq": 1, "kind": "session/fork", "from_thread": "t\x1b[2J; rm", "from_seq": 0}]
+    reason = resolve(events, ME, {}).error
+    assert reason is not None and "\x1b" not in reason and "rm" not in reason
+    assert "fork of another thread" in reason
 
 
 def test_scan_is_pure_and_statuses_are_the_documented_five() -> None:

@@ -507,6 +507,7 @@ async def test_fork_copies_notes_but_not_archive_access(home: Path) -> None:
             fork.log.append(event)  # stamped again with the fork's seq
     report = cli_notes(home, USER, "t1-fork")
     assert report["history"]["status"] == "uninitialized"
+    assert "fork of thread t1" in report["history"]["reason"]
     assert report["notes"][0]["citations"] == [{"id": sid, "status": "unavailable"}]
     assert not (fork.dir / "task-history").exists()
 

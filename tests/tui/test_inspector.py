@@ -464,3 +464,25 @@ async def test_an_expired_batch_is_listed_in_plain_words(app_factory, server):
         assert app.query_one(SourceList).option_count == 0
         await search_code(pilot)
         assert app.query_one(SearchTab).results == []
+
+
+async def test_a_fork_says_where_its_compacted_history_is(app_factory, server):
+    """A fork reads no archive (the seed's fork rule): the pane says the parent keeps it,
+    rather than only "nothing archived yet"."""
+    server.script(s.text("one"), s.text("summary one"))
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await say(pilot, f"first message with {CODE}")
+        await say(pilot, "/compact")
+        parent = app.runtime.thread.id
+        await say(pilot, "/fork")
+        assert app.runtime.thread.id != parent
+        await open_inspector(pilot)
+        batches = app.query_one(BatchesTab)
+        assert batches.rows == []
+        status = str(batches.query_one("#batches-status").render())
+        assert f"fork of thread {parent}" in status
+        assert f"history search --thread {parent}" in status
+        await search_code(pilot)
+        assert all(r["origin"] == "active" for r in app.query_one(SearchTab).results)

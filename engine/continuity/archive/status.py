@@ -30,6 +30,7 @@ from msgspec import UNSET
 
 from engine.continuity.archive.store import CaptureResult
 from engine.events import CompactArchived, CompactEnd, LogEvent, SessionFork, UserMessage
+from engine.threads.paths import THREAD_ID
 
 HistoryStatus = Literal[
     "uninitialized", "available", "partially_expired", "unavailable", "scope_unavailable"
@@ -120,6 +121,8 @@ class HistoryScan:
     latest: ArchiveRef | None = None
     failed: dict[int, str] = field(default_factory=dict)
     unarchived: list[int] = field(default_factory=list)
+    forked_from: str | None = None
+    """The parent, when the log starts again at a fork (its archive is not read here)."""
 
     @property
     def initialized(self) -> bool:
@@ -170,7 +173,7 @@ def scan_history(events: Iterable[LogEvent], scope: str) -> HistoryScan:
     closed: set[int] = set()
     for event in events:
         if isinstance(event, SessionFork):
-            scan, committed, closed = HistoryScan(), [], set()
+            scan, committed, closed = HistoryScan(forked_from=event.from_thread), [], set()
             continue
         if isinstance(event, UserMessage):
             if event.checkpoint is not None and event.checkpoint.start is not None:
@@ -257,6 +260,23 @@ def resolve(
     return resolve_scan(scan_history(events, scope), stored, store_error, keys=keys)
 
 
+def fork_reason(parent: str | None) -> str | None:
+    """Why a fork reads nothing archived before it: the parent keeps its archive.
+
+    A fork copies messages and notes, never archive access (branch creation
+    clears the parent's references); the parent's id is named only when it is
+    a well-formed thread id, since the log line may be anything.
+    """
+    if parent is None:
+        return None
+    if not THREAD_ID.fullmatch(parent) or parent in (".", ".."):
+        return "this thread is a fork of another thread; its archive stays with that thread"
+    return (
+        f"this thread is a fork of thread {parent}; what was compacted before the fork "
+        f"stays in that thread's archive (history search --thread {parent} reads it)"
+    )
+
+
 def damage_reason(damaged: Mapping[int, str]) -> str:
     """One line naming the damaged batches, for the `reason` of a status."""
     ids = sorted(damaged)
@@ -287,7 +307,7 @@ def resolve_scan(
     """
     omitted = scan.latest.omitted_records if scan.latest is not None else None
     if not scan.initialized:
-        return Resolution("uninitialized")
+        return Resolution("uninitialized", error=fork_reason(scan.forked_from))
     if foreign_archive is not None:
         bound_elsewhere = tuple(dict.fromkeys(ref.batch for ref in reversed(scan.refs)))
         return Resolution("scope_unavailable", (), bound_elsewhere, foreign_archive, omitted)
