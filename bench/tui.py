@@ -36,7 +36,7 @@ server that runs in its own process (real sockets, real SSE, the real
    with SessionLog appends, each resumed with --thread: spawn -> ready (as
    in launch) and RSS, alternating with launches of the baseline in the
    same run after one warm-up round, median of --big-runs; the ratio to the
-   baseline's launch is the target (<= 1.3 x at 10k, <= 2 x and RSS <= 150 MB
+   baseline's launch is the target (<= 1.15 x at 10k and at 100k, RSS <= 80 MB
    at 100k). Then, in the first size only: Home to the top, "load earlier"
    until every message is mounted (or --load-budget runs out), RSS again,
    End back.
@@ -91,14 +91,15 @@ COLS, ROWS = 100, 32
 REPORT_FD_ENV = "TROVE_BENCH_REPORT_FD"
 STREAM_WORDS = 4000
 STREAM_RATES = (2000.0, 10000.0)
-TARGET_STREAM_LAG_MS_BY_RATE = {2000.0: 100.0, 10000.0: 250.0}
+TARGET_STREAM_LAG_MS_BY_RATE = {2000.0: 100.0, 10000.0: 100.0}
 TYPIST_EVERY = 0.02
 USER_ID = "local"
 
 TARGET_LAUNCH_RATIO = 1.1
-TARGET_KEY_P95_MS = 50.0
+TARGET_KEY_P95_MS = 33.0
+TARGET_KEY_MAX_MS = 50.0
 TARGET_RSS_MB = 200.0
-TARGET_RESUME = {10000: (1.3, None), 100000: (2.0, 150.0)}
+TARGET_RESUME = {10000: (1.15, None), 100000: (1.15, 80.0)}
 """Resume of a thread of N messages: (ratio to the baseline's launch, RSS MB at ready)."""
 
 BASELINE_APP = ROOT.parent / "shared" / "baseline_app.py"
@@ -1085,7 +1086,8 @@ def bench_stream(work: Path, runs: int, rate: float, typing_runs: int) -> None:
             "not waiting): "
             f"p50 {_pct(keys_ms, 0.5):.1f} ms, p95 {p95:.1f} ms, max {max(keys_ms):.1f} ms "
             f"(to the prompt holding it: p95 {_pct(echo_ms, 0.95):.1f} ms)   "
-            f"target p95 <= {TARGET_KEY_P95_MS:.0f} ms   {_verdict(p95 <= TARGET_KEY_P95_MS)}"
+            f"target p95 <= {TARGET_KEY_P95_MS:.0f} ms, max <= {TARGET_KEY_MAX_MS:.0f} ms   "
+            f"{_verdict(p95 <= TARGET_KEY_P95_MS and max(keys_ms) <= TARGET_KEY_MAX_MS)}"
         )
         print(
             "   the five slowest keys, pressed at (ms after their prompt was sent): "
