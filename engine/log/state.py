@@ -5,7 +5,8 @@ the draft, the archive references and the notes. Each is a fold over the line's
 events, kept here as the log appends and written down in the resume index
 (engine.log.resume), so a long thread opens without reading its events again:
 
-- `pending`: the inbox items queued and never taken, by id (what the driver restores);
+- `pending`: the inbox items queued and never taken, by id (what the driver restores): an
+  `inbox/queued` line's, or one a rewind queues (an undone retry's, an /edit's);
 - `draft`: the newest `prompt/draft`'s text;
 - `records`: the events the archive scan and the notebook read, in order (every
   checkpoint, with its text left out, every `compact/end`, `compact/archived`,
@@ -159,10 +160,13 @@ class LineState(Struct, gc=False):
     def _rewind(self, event: SessionRewind) -> None:
         # Refused while anything waits; what was queued at the branch point was taken
         # by a turn of the abandoned branch, and goes with it. An undone retry queues
-        # again what its branch had (engine.threads.retry).
+        # again what its branch had (engine.threads.retry); an /edit's queues the prompt
+        # sent in place of the one rewound to, with this line's seq as its id.
         self.pending.clear()
         for again in event.queued:
             self.pending[again.item_id] = again.text
+        if event.resend is not None:
+            self.pending[event.seq] = event.resend
 
 
 _HANDLERS: dict[type, Callable[[LineState, Any], None]] = {
