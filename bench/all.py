@@ -1,6 +1,6 @@
 """Every benchmark in one command, then one table: each figure beside its target.
 
-    python bench/all.py [--only tui,content,scroll,log_replay,...] [--full]
+    python bench/all.py [--only tui,content,scroll,log_replay,rewind,...] [--full]
 
 Each benchmark runs as its own process, one after another (never two at
 once: on 2 cores they would skew each other), with its whole output shown as
@@ -29,6 +29,7 @@ ORDER = (
     "content",
     "scroll",
     "log_replay",
+    "rewind",
     "compaction",
     "archive",
     "search_all",

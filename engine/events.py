@@ -296,6 +296,11 @@ class SessionRewind(Event, tag="session/rewind", kw_only=True, frozen=True):
     """Prompts that were queued (or steered in) on the branch this rewind leaves, queued
     again here with their ids, in this one line (an undone retry's: nothing typed is lost
     with the branch)."""
+    resend: str | None = None
+    """`/edit` sent: the prompt typed in place of the one at `prompt`, queued on the new line
+    with this line's seq as its id. The rewind and the text are one line, so a kill
+    leaves either the old exchange or the new line with the text queued, never a rewind
+    without the text."""
 
 
 class SessionSystem(Event, tag="session/system", kw_only=True, frozen=True):

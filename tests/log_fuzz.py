@@ -85,7 +85,7 @@ def write_mixed(
         if rng.random() < 0.02:
             log.append(ev.UnknownEvent(seq=0, ts="", kind="future/thing", fields={"x": 1}))
         if rng.random() < 0.04 and log.events:
-            line = log.events
+            line = log.events if rng.random() < 0.7 else log.file_events  # or to a branch
             after = line[rng.randrange(len(line))].seq if rng.random() < 0.9 else 0
             log.append(ev.SessionRewind(after=after, prompt=None))
             queued.clear()

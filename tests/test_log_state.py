@@ -16,7 +16,7 @@ from engine.continuity.archive.extract import hidden_seqs
 from engine.continuity.archive.status import scan_history
 from engine.continuity.notes.note import notebook_at
 from engine.driver import Driver
-from engine.log import LineEvents, SessionLog, TailState
+from engine.log import LineEvents, LineState, SessionLog, TailState
 from engine.log.line import current_line
 from engine.surface import Surface
 from engine.threads.draft import current_draft
@@ -61,11 +61,17 @@ def _check(log: SessionLog) -> None:
     assert scan_history(log.state.records, SCOPE) == scan_history(line, SCOPE)
     assert notebook_at(log.state.records) == notebook_at(line)
     assert set(log.state.hidden) == hidden_seqs(line)
+    # The brackets are the file's fold: whatever line a rewind goes to, what it leaves
+    # open is closed by the rewind itself, and the seam's facts are the lifecycle's.
     tail = TailState()
-    tail.replay(line)
-    top = max((e.turn for e in log.file_events if isinstance(e, ev.TurnStart)), default=0)
-    tail.last_turn = max(tail.last_turn, top)
+    tail.replay(log.file_events)
     assert log.tail == tail
+    line_tail = TailState()
+    line_tail.replay(line)
+    assert (log.tail.open_turn, log.tail.open_compact) == (
+        line_tail.open_turn,
+        line_tail.open_compact,
+    )
     typed = any(
         isinstance(e, ev.UserMessage | ev.InboxQueued) or (isinstance(e, ev.PromptDraft) and e.text)
         for e in log.file_events
@@ -140,3 +146,67 @@ def test_the_newest_rename_is_a_fact_of_the_file_kept_through_the_resume_index(
     read_whole = SessionLog.open(path)
     assert read_whole.facts.title == "the new name"
     read_whole.close()
+
+
+def test_each_rewind_changes_the_line_by_what_it_cut_off_and_put_on(tmp_path: Path) -> None:
+    """The surface and the line's folds after every rewind (to a point of the line, or
+    across to another branch) are what a replay of the new line gives, whether the surface
+    followed the change (engine.log.change) or was rebuilt (a compaction or a withdrawal
+    among what was cut off): both happen here."""
+    shifted = rewinds = 0
+    for seed in range(20):
+        path = tmp_path / f"{seed}.jsonl"
+        log = SessionLog.open(path)
+        surface = Surface()
+        log.projections.append(surface.apply)
+
+        def follow(log: SessionLog = log, surface: Surface = surface) -> None:
+            nonlocal shifted, rewinds
+            entries = surface._entries
+            surface.follow(log.line_change, log.events)
+            rewinds += 1
+            shifted += surface._entries is entries
+            fresh = Surface.from_events(log.events)
+            assert surface.entries == fresh.entries
+            assert (surface.tokens, surface.newest, surface._turn) == (
+                fresh.tokens,
+                fresh.newest,
+                fresh._turn,
+            )
+            assert surface._replacements == fresh._replacements
+            line = LineState(drafts=[])
+            line.replay(log.events)
+            state = log.state
+            assert (state.records, state.hidden) == (line.records, line.hidden)
+            assert (state.draft, state.drafts) == (line.draft, line.drafts)
+
+        log.on_rewind.append(follow)
+        rng = random.Random(1000 + seed)
+        write_mixed(log, surface, rng, 150, pause=lambda log=log: _check(log))
+        _check(log)
+        log.close()
+    assert shifted > 20 and rewinds - shifted > 20, (shifted, rewinds)
+
+
+def test_a_rewind_keeps_the_seam_of_the_lifecycle(tmp_path: Path) -> None:
+    """The newest seam is this lifecycle's even when a rewind leaves it on a branch (a
+    /retry undone as the thread opens): what the open says of the last one reads it."""
+    from engine.surface.kept import kept_parts
+
+    path = tmp_path / "session.jsonl"
+    log = SessionLog.open(path)
+    log.append(ev.UserMessage(text="one"))
+    first = log.append(ev.EndSeed(previous=1))
+    log.append(ev.UserMessage(text="two"))
+    seam = log.append(ev.EndSeed(previous=3))
+    log.append(ev.SessionRewind(after=first.seq))
+    assert log.tail.end_seed == seam
+    assert log.keep_index(*kept_parts(Surface.from_events(log.events), len(log.file_events)))
+    log.close()
+    for whole in (False, True):
+        if whole:
+            (path.parent / (path.name + ".resume")).unlink()
+        reopened = SessionLog.open(path, read_only="check")
+        assert reopened.kept_events == (0 if whole else len(reopened.file_events))
+        assert reopened.tail.end_seed == seam
+        reopened.close()

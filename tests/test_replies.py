@@ -237,6 +237,29 @@ async def test_edit_opens_the_last_prompt_and_sending_replaces_the_exchange(tmp_
     ]
 
 
+async def test_an_edited_prompt_edited_again_goes_back_to_the_same_place(tmp_path, server):
+    """The edited prompt is queued by the /edit's own line (one line: nothing typed is lost
+    to a kill); going back before it steps over that line, as over an `inbox/queued`."""
+    server.script(s.text("answer one"), s.text("answer two"), s.text("first edit's"))
+    front = EditingFront()
+    rt = runtime(tmp_path, server, front=front)
+    await chat(rt, "one", "two")
+    await run(rt, "/edit")
+    resend(rt.driver, rt.thread.log, front.editing[-1].turn, "two, edited")
+    await asyncio.wait_for(rt.driver.when_idle(), 30)
+    assert not of_kind(rt.thread.log.file_events, ev.InboxQueued)[2:]  # only one and two
+    await run(rt, "/edit")
+    again = front.editing[-1]
+    assert again.text == "two, edited"
+    assert again.after == front.editing[0].after
+    resend(rt.driver, rt.thread.log, again.turn, "two, edited twice")
+    await asyncio.wait_for(rt.driver.when_idle(), 30)
+    assert [c for _, c in said(rt)][:3] == ["one", "answer one", "two, edited twice"]
+    assert [e.item_id for e in of_kind(rt.thread.log.events, ev.UserMessage)][1:] == [
+        of_kind(rt.thread.log.file_events, ev.SessionRewind)[-1].seq
+    ]
+
+
 async def test_an_edit_sent_after_the_thread_moved_on_is_refused(tmp_path, server):
     server.script(s.text("answer one"), s.text("answer two"))
     front = EditingFront()

@@ -47,7 +47,7 @@ def _tracked(path: Path) -> tuple[SessionLog, Surface]:
     log = SessionLog.open(path)
     surface = for_log(log)
     log.projections.append(surface.apply)
-    log.on_rewind.append(lambda: surface.rebuild(log.events))
+    log.on_rewind.append(lambda: surface.follow(log.line_change, log.events))
     return log, surface
 
 

@@ -169,6 +169,7 @@ class Checks:
 
     def check_input(self, events: list[Event], inbox: set[int]) -> None:
         queued = {e.seq for e in events if isinstance(e, ev.InboxQueued)}
+        queued |= {e.seq for e in events if isinstance(e, ev.SessionRewind) and e.resend}
         removed = {e.item_id for e in events if isinstance(e, ev.InboxRemoved)}
         delivered: dict[int, int] = {}
         for e in events:

@@ -54,7 +54,7 @@ class Driver(Inbox, Admission, TurnLoop):
         self.max_tool_rounds = max_tool_rounds
         self.surface = surface if surface is not None else for_log(log)
         log.projections.insert(0, self.surface.apply)
-        log.on_rewind.append(lambda: self.surface.rebuild(log.events))
+        log.on_rewind.append(lambda: self.surface.follow(log.line_change, log.events))
         self.observers = list(observers)
         self._inbox = []
         self._steering = []

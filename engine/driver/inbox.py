@@ -15,6 +15,7 @@ from engine.events import (
     InboxQueued,
     InboxRemoved,
     InboxRestored,
+    SessionRewind,
     UserMessage,
 )
 
@@ -51,6 +52,28 @@ class Inbox(DriverState):
             self._inbox.append(item)
         if waking:
             self._arm()
+        self._changed()
+        return item.id
+
+    def resend(self, after: int, prompt: int, text: str) -> InboxItemId | None:
+        """`/edit` sent: the thread goes on after event `after` (just before the prompt of
+        the turn at seq `prompt`), with `text` queued there in its place. One line, the
+        rewind carrying the text (`SessionRewind.resend`), fsynced before this returns:
+        a kill leaves the old exchange or the new line with the text queued, never the
+        rewind alone. None (nothing written): the boundary is not free (a turn, a claim,
+        a reservation or a waiting prompt holds it). LogWriteError (nothing changed):
+        the log cannot take it."""
+        if self._closed:
+            raise DriverClosedError("the session is closed; input was not accepted")
+        if self._turn_task is not None or self._claim is not None:
+            return None
+        if self._reservation is not None or self._inbox or self._steering:
+            return None
+        event = self.log.append(SessionRewind(after=after, prompt=prompt, resend=text))
+        self.log.flush()
+        item = InboxItem(InboxItemId(event.seq), text, True, "follow-up")
+        self._inbox.append(item)
+        self._arm()
         self._changed()
         return item.id
 

@@ -12,7 +12,8 @@ the newest events, and older events are read when something asks for them.
 Rooms: `line_codec` (a line to an event and back), `log_file` (the file as found:
 a regular file only, read up to its first hole), `replay` (a whole file read back),
 `snapshot` (a long log's events kept as msgpack), `brackets` (`TailState`), `state`
-(the line's folds: the inbox, the draft, the archive records), `index` (where lines
+(the line's folds: the inbox, the draft, the archive records), `change` (what a rewind
+takes off the line and puts on), `index` (where lines
 start, digests of the bytes), `event_list` (events read on demand), `resume` (the
 resume index), `load` (an open, from the end or whole), `repair` (the writer's
 repairs of a damaged log), `failures` (a write that did not happen, a listener that

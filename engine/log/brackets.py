@@ -28,6 +28,11 @@ class TailState(Struct):
     `open_turn` and `open_compact` are cleared by `session/end-seed`: whatever
     was open before the seam belongs to an earlier lifecycle (a crash), so it
     is stale and must not wedge the resumed session.
+
+    A fold of the file's events in file order, whatever line the thread is on: a
+    rewind clears what is open, so the brackets come out as on the new line, and the
+    seam's facts (`end_seed`, `quit_compact`) are the lifecycle's, kept through a
+    rewind as the system prompt is (a /retry undone at open keeps this open's seam).
     """
 
     open_turn: TurnStart | None = None

@@ -201,8 +201,9 @@ class FileEvents(Sequence[LogEvent]):
         for j in range(len(held) - 1, -1, -1):
             yield held[j]
         position = self._from
-        step = ITER_STRIDES * STRIDE
-        while position > 0:
+        for step in _growing():
+            if position <= 0:
+                break
             begin = max(0, position - step)
             yield from reversed(self.read(begin, position))
             position = begin
@@ -241,6 +242,16 @@ class FileEvents(Sequence[LogEvent]):
             out.extend(chunk[j - i] for j in indices[at:end])
             at = end
         return out
+
+
+def _growing() -> Iterator[int]:
+    """Events read at a time by a walk back from the end: one stride, then twice as many
+    each time up to `ITER_STRIDES` strides, so a walk that stops a few events back (the
+    last prompt, the last reply) reads a stride at most, and a long one reads in bulk."""
+    step = STRIDE
+    while True:
+        yield step
+        step = min(step * 2, ITER_STRIDES * STRIDE)
 
 
 def line_runs(last: int, rewinds: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -319,9 +330,10 @@ class LineEvents(Sequence[LogEvent]):
             yield from self.read(position, min(count, position + step))
 
     def __reversed__(self) -> Iterator[LogEvent]:
-        step = ITER_STRIDES * STRIDE
         position = self._count
-        while position > 0:
+        for step in _growing():
+            if position <= 0:
+                break
             begin = max(0, position - step)
             yield from reversed(self.read(begin, position))
             position = begin

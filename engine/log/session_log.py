@@ -23,6 +23,7 @@ from msgspec.structs import replace
 from engine.events import Event, SessionRewind, UnknownEvent
 from engine.log import resume, snapshot
 from engine.log.brackets import TailState
+from engine.log.change import LineChange, line_change
 from engine.log.event_list import FileEvents, LineEvents, StoredEvents, line_runs
 from engine.log.failures import (
     Listener,
@@ -32,6 +33,7 @@ from engine.log.failures import (
 )
 from engine.log.file_check import FileCheck
 from engine.log.index import LogIndex
+from engine.log.line import parent_seq
 from engine.log.line_codec import LogCorruptError, encode_line
 from engine.log.load import Loaded, load
 from engine.log.log_file import open_log
@@ -87,8 +89,13 @@ class SessionLog(FileCheck):
         self.on_rewind: list[Callable[[], None]] = []
         """Run when an appended `session/rewind` has switched `events` to the new line,
         before projections and listeners see it: what holds state derived from the old
-        line rebuilds it from `events` (the surface, the continuity caches)."""
-        self.state = LineState()
+        line changes it by `line_change`, or rebuilds it from `events` (the surface, the
+        continuity caches)."""
+        self.line_change: LineChange | None = None
+        """What the rewind being appended changes of the line (engine.log.change), for
+        `on_rewind` to read; None when it goes too far back or across to tell, and once
+        the hooks have run."""
+        self.state = LineState(drafts=[])
         """The line's folds (engine.log.state): its brackets (`tail`), the inbox items still
         queued, the draft, the archive and note records, the injections."""
         self.facts = FileFacts()
@@ -97,7 +104,7 @@ class SessionLog(FileCheck):
         self.kept: Attachment | None = None
         """What the resume index this log opened from keeps for the layer above (the
         surface), standing for its first `kept_events` events; None: it opened without
-        one, or the line has changed since (a rewind)."""
+        one, or a rewind has changed the line since in a way no `line_change` tells."""
         self.kept_events = 0
         self.listeners: list[Listener] = []
         self.projections: list[Listener] = []
@@ -225,13 +232,15 @@ class SessionLog(FileCheck):
             with paused_gc():
                 self.state.replay(self.file_events.held(), self.facts)
             if self.facts.rewinds:
-                self._follow_line()
+                self._follow_line()  # what follows the line: from the line, not the file
             return
         self.state, self.facts = loaded.state, loaded.facts
         self.kept, self.kept_events = loaded.attachment, loaded.kept
         if loaded.events.stored is not None:
             loaded.events.stored.on_damage = self._damaged
         if self.facts.rewinds:
+            if loaded.rewound:
+                self._forget_kept()
             self._follow_line(replay=loaded.rewound)
 
     @property
@@ -239,8 +248,10 @@ class SessionLog(FileCheck):
         return len(self.file_events) + 1
 
     def _follow_line(self, *, replay: bool = True) -> None:
-        """Make `events` the current line's (after a rewind), and with `replay` its state
-        too (the line's events are read again: older ones from the file).
+        """Make `events` the current line's (after a rewind), and with `replay` the state
+        that follows the line too, folded again from its start (the line's events are read
+        again: older ones from the file). The brackets and the queue are the file's folds
+        (engine.log.state): a rewind's own line has set them.
 
         Turn numbers stay unique in the file: the next turn is numbered past every
         turn of every branch, so a turn number names one turn whatever the line.
@@ -252,17 +263,32 @@ class SessionLog(FileCheck):
             self.events = LineEvents(self.file_events, runs)
         if not replay:
             return
-        self._forget_kept()
-        fresh = LineState()
+        fresh = LineState(drafts=[])
         with paused_gc():
             fresh.replay(self.events)
-        fresh.tail.last_turn = max(fresh.tail.last_turn, self.facts.top_turn)
-        tail = self.state.tail  # kept in place: a reader may hold it
-        fresh.tail.system = tail.system  # the file's newest, whatever the line
-        for name in tail.__struct_fields__:
-            setattr(tail, name, getattr(fresh.tail, name))
-        fresh.tail = tail
-        self.state = fresh
+        state = self.state
+        state.records, state.hidden = fresh.records, fresh.hidden
+        state.draft, state.drafts = fresh.draft, fresh.drafts
+
+    def _rewound(self, rewind: SessionRewind) -> None:
+        """An appended rewind: the line becomes the new one. What follows the line goes back
+        to where the two lines meet and takes in the new one's events after it
+        (engine.log.change): the last exchange or two for /retry and /edit, however long
+        the thread. A rewind far back or across folds the line again from its start."""
+        old = line_runs(rewind.seq - 1, self.facts.rewinds)
+        new = line_runs(parent_seq(rewind), self.facts.rewinds)
+        change = line_change(self.file_events, old, new)
+        self.line_change = change
+        if change is None:
+            self._forget_kept()  # the surface kept in the index no longer stands for it
+            self._follow_line()
+        else:
+            self._follow_line(replay=not self.state.follow(change, self.file_events))
+        try:
+            for hook in list(self.on_rewind):
+                hook()
+        finally:
+            self.line_change = None  # it holds the events it names: not past the hooks
 
     def _damaged(self, error: LogCorruptError) -> None:
         """An older event read on demand is unreadable: the log was damaged after its resume
@@ -318,10 +344,8 @@ class SessionLog(FileCheck):
             self.events.append(event)
         self.facts.apply(event)
         self.state.apply(event)
-        if type(event) is SessionRewind:
-            self._follow_line()
-            for hook in list(self.on_rewind):
-                hook()
+        if isinstance(event, SessionRewind):
+            self._rewound(event)
         for projection in self.projections:
             projection(event)
         for listener in list(self.listeners):

@@ -5,13 +5,21 @@ the draft, the archive references and the notes. Each is a fold over the line's
 events, kept here as the log appends and written down in the resume index
 (engine.log.resume), so a long thread opens without reading its events again:
 
-- `pending`: the inbox items queued and never taken, by id (what the driver restores);
-- `draft`: the newest `prompt/draft`'s text;
+- `pending`: the inbox items queued and never taken, by id (what the driver restores): an
+  `inbox/queued` line's, or one a rewind queues (an undone retry's, an /edit's);
+- `draft`: the newest `prompt/draft`'s text, and `drafts`, the seqs of the line's drafts;
 - `records`: the events the archive scan and the notebook read, in order (every
   checkpoint, with its text left out, every `compact/end`, `compact/archived`,
   `session/fork`, `note/set` and `note/delete`): what `scan_history` and
   `notebook_at` give over all the line's events, they give over these;
 - `hidden`: the seqs of injected context (`source: "inject"`).
+
+`tail` (the open brackets, the seam's facts, the system prompt) and `pending` are folds
+of the file's events in file order: a rewind clears what was open and queues what it
+carries, so whatever line it goes to they come out as a replay of that line would
+leave them, and the seam's facts are the lifecycle's, as the system prompt is the
+thread's. The rest follow the line: a rewind changes them by what it takes off the line
+and puts on it (`follow`, engine.log.change), or they are folded again from the start.
 
 `FileFacts` are the file's, whatever line it is on: the rewinds, the highest turn,
 whether it holds anything the user typed.
@@ -19,7 +27,7 @@ whether it holds anything the user typed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from msgspec import Struct, field
@@ -47,6 +55,7 @@ from engine.events import (
     UserMessage,
 )
 from engine.log.brackets import BRACKETS, TailState
+from engine.log.change import LineChange
 
 
 class LineState(Struct, gc=False):
@@ -57,6 +66,10 @@ class LineState(Struct, gc=False):
     draft: str = ""
     records: list[KnownEvent] = field(default_factory=list)
     hidden: list[int] = field(default_factory=list)
+    drafts: list[int] | None = None
+    """The seqs of the line's `prompt/draft` lines, oldest first: a rewind past the newest
+    finds the one before (`follow`). None: not known (a resume index written before they
+    were kept), and such a rewind folds the line again."""
 
     def apply(self, event: LogEvent) -> None:
         """One event appended to the line."""
@@ -152,6 +165,8 @@ class LineState(Struct, gc=False):
 
     def _draft(self, event: PromptDraft) -> None:
         self.draft = event.text
+        if self.drafts is not None:
+            self.drafts.append(event.seq)
 
     def _record(self, event: KnownEvent) -> None:
         self.records.append(event)
@@ -159,10 +174,50 @@ class LineState(Struct, gc=False):
     def _rewind(self, event: SessionRewind) -> None:
         # Refused while anything waits; what was queued at the branch point was taken
         # by a turn of the abandoned branch, and goes with it. An undone retry queues
-        # again what its branch had (engine.threads.retry).
+        # again what its branch had (engine.threads.retry); an /edit's queues the prompt
+        # sent in place of the one rewound to, with this line's seq as its id.
         self.pending.clear()
         for again in event.queued:
             self.pending[again.item_id] = again.text
+        if event.resend is not None:
+            self.pending[event.seq] = event.resend
+
+    def follow(self, change: LineChange, file: Sequence[LogEvent]) -> bool:
+        """A rewind moved the thread by `change`: the folds that follow the line go back to
+        its `ancestor` and take in what it `added`. False (nothing changed): the draft
+        before a dropped one is not known (`drafts`); fold the line again instead."""
+        ancestor = change.ancestor
+        dropped_draft = any(type(event) is PromptDraft for event in change.dropped)
+        drafts = self.drafts
+        if dropped_draft and drafts is None:
+            return False
+        _cut(self.records, ancestor, lambda event: event.seq)
+        _cut(self.hidden, ancestor, lambda seq: seq)
+        if drafts is not None:
+            _cut(drafts, ancestor, lambda seq: seq)
+        if dropped_draft:
+            assert drafts is not None
+            newest = file[drafts[-1] - 1] if drafts else None
+            self.draft = newest.text if type(newest) is PromptDraft else ""
+        for event in change.added:
+            kind = type(event)
+            if kind is UserMessage:
+                message: UserMessage = event  # type: ignore[assignment]
+                if message.checkpoint is not None:
+                    self.records.append(replace(message, text=""))
+                elif message.source == "inject":
+                    self.hidden.append(message.seq)
+            elif kind is PromptDraft:
+                self._draft(event)  # type: ignore[arg-type]
+            elif _HANDLERS.get(kind) is LineState._record:
+                self._record(event)  # type: ignore[arg-type]
+        return True
+
+
+def _cut(items: list[Any], seq: int, seq_of: Callable[[Any], int]) -> None:
+    """Drop the items of seq above `seq` (a list in line order: they are its end)."""
+    while items and seq_of(items[-1]) > seq:
+        items.pop()
 
 
 _HANDLERS: dict[type, Callable[[LineState, Any], None]] = {

@@ -207,6 +207,8 @@ class ModelClient:
                 max_retries=self.max_retries,
                 connect_timeout=self.connect_timeout,
             ) from exc
+        finally:
+            _told(reader.end(), on_delta, on_reasoning)  # however it ended: nothing held back
 
         completion = reader.completion()
         if not completion.content.strip() and not completion.tool_calls:
@@ -216,6 +218,7 @@ class ModelClient:
                 saw_choice=reader.saw_choice,
                 finish=reader.finish,
                 thought=bool(completion.reasoning.strip()),
+                unclosed=reader.inline.unclosed,
             )
         return completion
 
@@ -309,6 +312,19 @@ class ModelClient:
 
 ClientFactory = Callable[[ModelObserver], ModelClient]
 """Makes a runtime's client, given who hears its retries and status (`Backend.make_client`)."""
+
+
+def _told(
+    held: tuple[str, str],
+    on_delta: Callable[[str], None] | None,
+    on_reasoning: Callable[[str], None] | None,
+) -> None:
+    """What the stream's reader held back to its end, told as the rest was."""
+    thought, text = held
+    if thought and on_reasoning is not None:
+        on_reasoning(thought)
+    if text and on_delta is not None:
+        on_delta(text)
 
 
 async def _drain(reads: Any) -> None:

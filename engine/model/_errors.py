@@ -60,10 +60,17 @@ def malformed(url: str, model: str, what: str) -> ModelError:
 
 
 def empty(
-    url: str, model: str, *, saw_choice: bool, finish: str | None, thought: bool = False
+    url: str,
+    model: str,
+    *,
+    saw_choice: bool,
+    finish: str | None,
+    thought: bool = False,
+    unclosed: bool = False,
 ) -> ModelError:
     """A finished stream with nothing in it must not pass for an answer (nor one that
-    only thought: its thinking is no reply)."""
+    only thought: its thinking is no reply; nor one whose inline `<think>` never closed,
+    which is said, as the thinking it shows may be the answer the model meant)."""
     if not saw_choice:
         why = "the stream held no choices"
     elif finish == "length":
@@ -71,6 +78,8 @@ def empty(
         why += " while it was still thinking" if thought else ""
     elif finish == "content_filter":
         why = "the server's content filter stopped it"
+    elif unclosed:
+        why = "its <think> was never closed: all it wrote is shown as thinking"
     elif thought:
         why = "it only thought: no text and no tool calls after its thinking"
     else:

@@ -6,6 +6,8 @@ from typing import Any
 
 from msgspec import Struct, field
 
+from engine.model.think_tags import InlineThinking
+
 
 class ToolCall(Struct, frozen=True):
     """One tool call as the model sent it; ``arguments`` is the raw JSON text.
@@ -57,6 +59,8 @@ class StreamReader(Struct):
     usage: dict[str, Any] | None = None
     finish: str | None = None
     saw_choice: bool = False
+    inline: InlineThinking = field(default_factory=InlineThinking)
+    """Thinking written inline at the start of the content (engine.model.think_tags)."""
 
     def feed(self, chunk: Any) -> tuple[str, str]:
         """Take one chunk as decoded JSON; returns its thinking and its text, for the caller
@@ -96,10 +100,24 @@ class StreamReader(Struct):
                 merge_call(self.calls, _dict(tc))
         piece = "".join(pieces)
         if piece:
+            inline, piece = self.inline.feed(piece)
+            if inline:
+                thoughts.append(inline)
+        if piece:
             self.text.append(piece)
         thought = "".join(thoughts)
         if thought:
             self.thought.append(thought)
+        return thought, piece
+
+    def end(self) -> tuple[str, str]:
+        """The stream is over: the thinking and text the inline split still held back
+        (a tag's beginning, blanks), for the caller to show."""
+        thought, piece = self.inline.end()
+        if thought:
+            self.thought.append(thought)
+        if piece:
+            self.text.append(piece)
         return thought, piece
 
     def completion(self) -> Completion:

@@ -90,6 +90,9 @@ def points(log: SessionLog, count: int | None = None) -> list[RewindPoint]:
     ]
 
 
+_QUEUEING = (InboxQueued, SessionRewind)
+"""The lines that queue a prompt with their own seq as its id (`SessionRewind.resend`)."""
+
 _RECENT = 64
 """Events kept back while listing: a turn's own queued prompts come just before it."""
 
@@ -114,8 +117,8 @@ def _branch_point(events: Sequence[LogEvent], recent: deque[LogEvent], turn: Tur
             before = events[after - 1] if after <= len(events) else None
         if before is None or before.seq != after:
             break
-        if type(before) is InboxQueued and before.seq in items:
-            after = parent_seq(before)
+        if type(before) in _QUEUEING and before.seq in items:
+            after = parent_seq(before)  # its queueing line: an `inbox/queued`, an /edit's rewind
         else:
             break
     return after
@@ -178,11 +181,12 @@ def last_point(log: SessionLog) -> RewindPoint | None:
 
 def resend(driver: Driver, log: SessionLog, turn: int, text: str) -> InboxItemId:
     """`/edit` sent: the prompt of turn `turn`, still the newest, is replaced by `text`;
-    the exchange it began stays in the log as a branch (a rewind, then a send).
+    the exchange it began stays in the log as a branch. One line does both (a rewind
+    that carries the text: `Driver.resend`), so nothing typed is lost to a kill.
 
-    RewindRefused (nothing changed) when it is no longer the newest prompt or a rewind
-    cannot happen now; OSError or DriverClosedError from the send (the rewind is done,
-    the caller still holds the text).
+    RewindRefused when it is no longer the newest prompt or a rewind cannot happen now;
+    OSError or DriverClosedError when the line could not be written. Either way nothing
+    changed and the caller still holds the text.
     """
     point = last_point(log)
     if point is None or point.turn != turn:
@@ -193,8 +197,13 @@ def resend(driver: Driver, log: SessionLog, turn: int, text: str) -> InboxItemId
     why = refusal(driver, log)
     if why is not None:
         raise RewindRefused(why.replace("cannot rewind", "cannot replace the last exchange", 1))
-    rewind(driver, log, point)
-    return driver.send(text)
+    item = driver.resend(point.after, point.turn, text)
+    if item is None:
+        raise RewindRefused(
+            "cannot replace the last exchange now: a prompt is about to start its turn;"
+            " wait for its reply"
+        )
+    return item
 
 
 def choose(log: SessionLog, number: int, listed: list[RewindPoint] | None = None) -> RewindPoint:

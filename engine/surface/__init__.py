@@ -28,6 +28,7 @@ from engine.events import (
     UserMessage,
 )
 from engine.log import paused_gc
+from engine.log.change import LineChange
 from engine.surface.entry import (
     ENTRY_BUILDERS,
     Entry,
@@ -51,6 +52,11 @@ class Pending(Protocol):
 
     def defer(self, surface: Surface, event: LogEvent) -> bool:
         """Apply `event` without the entries if it can be (False: read them first)."""
+
+    def cut(self, surface: Surface, seqs: list[int], added: int) -> bool:
+        """A rewind: drop the newest entries, of `seqs` (in order), without reading them, if
+        it can be (False: nothing changed); the `added` events of the new line before the
+        rewind come next (through `apply`), then the rewind itself."""
 
 
 INTERRUPTED_RESULT = "error: no result was recorded for this call (the turn was interrupted)"
@@ -158,6 +164,61 @@ class Surface:
         self.version = version + fresh.version + 1
         self.reshapes = reshapes + 1
         self._vouched = None
+
+    def follow(self, change: LineChange | None, line: Iterable[LogEvent]) -> None:
+        """A rewind moved the thread to another line (`line`, its events): take back what
+        it cut off and apply what it put on (engine.log.change), so /retry, /edit and an
+        undone retry cost the last exchange, not the thread, even with the entries still
+        in the resume index. Rebuilt from `line` instead when the change is not known,
+        or what was cut off did more than append (a compaction's checkpoint, a
+        withdrawal)."""
+        if change is None or not self._shift(change):
+            self.rebuild(line)
+
+    def _shift(self, change: LineChange) -> bool:
+        removed: list[Entry] = []
+        turns = False
+        for event in change.dropped:
+            kind = type(event)
+            if kind is UserMessage and event.checkpoint is not None:  # type: ignore[union-attr]
+                return False
+            if kind is TurnEnd and event.withdrawn:  # type: ignore[union-attr]
+                return False
+            build = ENTRY_BUILDERS.get(kind)
+            if build is not None:
+                entry = build(event, None)
+                if entry is not None:
+                    removed.append(entry)
+            turns = turns or kind is TurnStart or kind is TurnEnd or kind is EndSeed
+        back = _looking_back(change, turns=turns, newest=bool(removed))
+        if back is None:
+            return False
+        seqs = [entry.seq for entry in removed]
+        pending = self._pending
+        if pending is not None:
+            if not pending.cut(self, seqs, len(change.added)):
+                return False
+        elif seqs:
+            entries = self._entries
+            if [entry.seq for entry in entries[len(entries) - len(seqs) :]] != seqs:
+                return False
+            del entries[len(entries) - len(seqs) :]
+        if seqs:
+            self.tokens -= sum([entry.tokens for entry in removed])
+        turn, newest = back
+        if turns:
+            self._turn = turn
+        if seqs:
+            self.newest = newest
+        ancestor = change.ancestor
+        if any(summary > ancestor for summary in self._replacements):
+            self._replacements = {s: r for s, r in self._replacements.items() if s <= ancestor}
+        self._vouched = None
+        self.version += 1
+        self.reshapes += 1
+        for event in change.added:
+            self.apply(event)
+        return True
 
     def _sync(self, tokens: int, added: int, turn: int | None) -> None:
         """Hand `from_events`' locals back: `added` entries were appended since the last sync."""
@@ -327,6 +388,38 @@ class Surface:
                     or {"role": "tool", "tool_call_id": call_id, "content": INTERRUPTED_RESULT}
                 )
         return out
+
+
+LOOK_BACK = 256
+"""Events a rewind's surface looks back through, from where the lines meet, for the turn
+then open and the newest message; not found within them, it is rebuilt."""
+
+
+def _looking_back(
+    change: LineChange, *, turns: bool, newest: bool
+) -> tuple[int | None, int] | None:
+    """(the turn open, the seq of the newest message) on the line where the lines meet,
+    as far as asked; None: not found within `LOOK_BACK` events."""
+    turn: int | None = None
+    seq = 0
+    for looked, event in enumerate(change.earlier()):
+        if not turns and not newest:
+            return turn, seq
+        if looked >= LOOK_BACK:
+            return None
+        kind = type(event)
+        if turns and (kind is TurnStart or kind is TurnEnd or kind is EndSeed):
+            turn = event.turn if kind is TurnStart else None  # type: ignore[union-attr]
+            turns = False
+        if newest and (kind is UserMessage or kind is ToolResult or _says(event)):
+            seq = event.seq
+            newest = False
+    return turn, seq
+
+
+def _says(event: LogEvent) -> bool:
+    """A reply with something on the surface: text or calls (a thinking-only one has not)."""
+    return isinstance(event, AssistantMessage) and bool(event.content or event.tool_calls)
 
 
 # One lookup per event instead of a chain of isinstance checks, on replay's hot path.

@@ -141,6 +141,9 @@ class _Kept:
         self.head = head
         self.queued: list[Entry] = []
         """Entries appended since the open, before the kept ones were read."""
+        self.dropped: list[int] = []
+        """The seqs of the newest kept entries a rewind took back (`cut`) before they were
+        read: dropped as they are read."""
         self.seen = head.events
         """The log's events the surface has taken so far (the kept ones, then each one
         `defer` took): what a replay in their place must stop at."""
@@ -175,9 +178,27 @@ class _Kept:
             self.seen += 1
             return True
 
+    def cut(self, surface: Surface, seqs: list[int], added: int) -> bool:
+        with self._lock:
+            if surface._pending is not self:
+                return False
+            queued = self.queued
+            count = min(len(seqs), len(queued))
+            if [entry.seq for entry in queued[len(queued) - count :]] != seqs[len(seqs) - count :]:
+                return False
+            del queued[len(queued) - count :]
+            self.dropped[:0] = seqs[: len(seqs) - count]
+            # What stands for the new line now is its events but the `added` ones and the
+            # rewind, which come next: a replay in its place stops there (`_replay`).
+            self.seen = len(self.log.file_events) - 1 - added
+            return True
+
     def raw(self) -> bytes | None:
-        """The kept rows as the index holds them (None: unreadable, or already read)."""
+        """The kept rows as the index holds them (None: unreadable, already read, or some
+        of them taken back by a rewind)."""
         with self._reading:
+            if self.dropped:
+                return None
             return self.attachment.take()
 
     def read(self, surface: Surface) -> None:
@@ -186,6 +207,13 @@ class _Kept:
                 return
             entries = self._entries()
             with self._lock:
+                dropped = self.dropped
+                if entries is not None and dropped:
+                    newest = [entry.seq for entry in entries[len(entries) - len(dropped) :]]
+                    if newest == dropped:
+                        del entries[len(entries) - len(dropped) :]
+                    else:
+                        entries = None  # not the rows the rewind took back: replay
                 if entries is not None:
                     entries.extend(self.queued)
                     surface._entries = entries
@@ -234,10 +262,11 @@ def _built(log: SessionLog, rows: list[Row]) -> list[Entry] | None:
 
 
 def _replay(surface: Surface, log: SessionLog, seen: int) -> None:
-    """The kept entries could not be used: the surface of the line up to the `seen`th
-    event of the file, in place, its counters still only growing (what was vouched for
-    before cannot pass after). The events after it are the newest of the file and of
-    the line alike (a rewind would have rebuilt the surface already)."""
+    """The kept entries could not be used: the surface of the line but its newest
+    `len(file) - seen` events, in place, its counters still only growing (what was
+    vouched for before cannot pass after). Those are the newest of the file and of the
+    line alike, or, after a rewind taken in without reading (`cut`), the events of the
+    new line not yet taken and the rewind."""
     events = log.events
     unseen = len(log.file_events) - seen
     fresh = Surface.from_events(events[: len(events) - unseen] if unseen else events)

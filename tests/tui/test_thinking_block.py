@@ -187,3 +187,25 @@ async def test_a_thinking_without_a_recorded_time_says_only_its_length() -> None
         await app.mount(block)
         await pilot.pause()
         assert block.title() == "thought (26 chars)"
+
+
+async def test_inline_think_tags_stream_into_the_same_block(app_factory, server):
+    """`<think>…</think>` at the start of the content (a model served without a reasoning
+    parser) is the same collapsed block, the closing tag split across deltas; the answer
+    below holds none of it."""
+    import dataclasses
+
+    deltas = ("<think>\n" + THOUGHT[:40], THOUGHT[40:], "</thi", "nk>\n\n", ANSWER)
+    server.script(dataclasses.replace(s.text("x", hold=True), pieces=deltas))
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await _ask(app, pilot)
+        await until(pilot, lambda: bool(app.query(ThinkingBlock)))
+        block = app.query_one(ThinkingBlock)
+        assert block.collapsed and "think>" not in flat(pilot)
+        server.release()
+        await settle(pilot)
+        shown = flat(pilot)
+        assert re.search(rf"▶ thought for \d+\.\ds \({len(THOUGHT)} chars\)", shown), shown
+        assert ANSWER in shown and "Rayleigh" not in shown and "think>" not in shown
+        assert block.region.y < app.query_one(AssistantMessage).region.y

@@ -216,7 +216,7 @@ class ReaderTab(InspectorTab):
         if self.page:
             # What is shown: escapes in a clipboard would reach the terminal on paste.
             text = str(self.page.get("text", ""))
-            self.notify(copy_text(self.app, text, f"this page ({len(text):,} characters)"))
+            copy_text(self.app, text, f"this page ({len(text):,} characters)")
 
     def action_open_thread(self) -> None:
         """Switch to the thread this source is from (its queue stays in its log)."""

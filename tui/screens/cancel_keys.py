@@ -95,8 +95,7 @@ class CancelKeys:
         in_box = focused.selected_text if isinstance(focused, Input | TextArea) else ""
         selected = in_box or app.screen.get_selected_text()
         if selected:
-            copy_text(app, selected)
-            app.notify("Copied the selected text.")
+            copy_text(app, selected, "the selected text")  # a toast says where it went
             return
         if self._drafts.clear(self._runtime()):
             return

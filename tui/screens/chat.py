@@ -398,7 +398,7 @@ class ChatScreen(Screen[None]):
         if text is None:
             self.notify("No reply to copy yet.")
             return
-        self.notify(copy_text(self.app, text, "the last reply"))
+        copy_text(self.app, text, "the last reply")  # a toast says where it went
 
     # -- the prompt and the pane -------------------------------------------------------
 
