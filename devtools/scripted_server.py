@@ -364,7 +364,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         if self._chunked:
             self.send_header("Transfer-Encoding", "chunked")
-        else:
+        if reply.kind == "cutoff":
+            # The server closes after it: said in a header, so a client never reuses the
+            # connection for its next request while the close is on its way (a failed
+            # request that no retry would save, where max_retries is 0).
             self.send_header("Connection", "close")
         self.end_headers()
 

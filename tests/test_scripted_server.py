@@ -13,7 +13,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from devtools.scripted_server import ScriptedServer, text, tool_calls
+from devtools.scripted_server import ScriptedServer, cutoff, text, tool_calls
 
 ROOT = Path(__file__).resolve().parent.parent
 MESSAGES = [{"role": "user", "content": "ping"}]
@@ -133,3 +133,17 @@ async def test_a_non_streamed_reply_carries_its_thinking(server: ScriptedServer)
     message = plain.choices[0].message
     assert message.content == "pong"
     assert (message.model_extra or {}).get("reasoning") == "hmm"
+
+
+async def test_a_cut_off_reply_says_its_connection_closes(server: ScriptedServer) -> None:
+    """The server closes after a cut-off body; a client told so never sends its next
+    request down that connection (which would fail at once in a client without retries)."""
+    async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0) as oa:
+        for _ in range(20):
+            server.script(cutoff("partial "))
+            raw = await oa.chat.completions.with_raw_response.create(
+                model="m", messages=MESSAGES, stream=True
+            )
+            assert raw.headers.get("connection") == "close"
+            text_seen = [c.choices[0].delta.content async for c in raw.parse() if c.choices]
+            assert "".join(t or "" for t in text_seen) == "partial "
