@@ -105,6 +105,13 @@ class LogIndex:
                 carry = data[self._lines(data, base) :]
             position += len(chunk)
 
+    def feed(self, data: bytes, at: int) -> None:
+        """Whole lines read at offset `at`, where both parts stopped (a cold open's pass over
+        the file: one call per chunk, the lines found in C)."""
+        assert self.size == at == self.hashed
+        self._feed(data)
+        self._lines(data, at)
+
     def _lines(self, data: bytes, base: int) -> int:
         """Index the whole lines of `data`, which starts at file offset `base` (= `size`);
         returns where the whole lines end in it."""
