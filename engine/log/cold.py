@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import io
 import os
+import queue
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, BinaryIO, Protocol
@@ -117,6 +119,21 @@ def _pass(
         end = min(size, os.lseek(fd, 0, os.SEEK_HOLE))
     except OSError:
         end = size
+    with _Digests(cold.index) as digests:
+        _chunks(path, fd, cold, window, fold, chunk, end, size, digests)
+
+
+def _chunks(
+    path: Path,
+    fd: int,
+    cold: Cold,
+    window: int,
+    fold: Fold | None,
+    chunk: int,
+    end: int,
+    size: int,
+    digests: _Digests,
+) -> None:
     index, state, facts = cold.index, cold.state, cold.facts
     held = cold.window
     read = 0  # bytes read
@@ -141,7 +158,8 @@ def _pass(
         if events is None:
             events, good, damage = careful(path, whole, cut, index.count)
             whole = whole[:good]
-        index.feed(whole, at)
+        index.feed_lines(whole, at)
+        digests.add(whole, at)
         at += len(whole)
         state.replay(events, facts)
         if fold is not None and not facts.rewinds:
@@ -154,6 +172,57 @@ def _pass(
             cold.damage = damage
             cold.good_bytes = at
             return
+
+
+class _Digests:
+    """The blocks' digests made on a thread of their own, a chunk behind the decoding
+    (hashlib lets go of the interpreter lock while it hashes): a chunk is handed over once
+    the one before is digested, in order."""
+
+    def __init__(self, index: LogIndex) -> None:
+        self._index = index
+        self._work: queue.SimpleQueue[tuple[bytes, int] | None] = queue.SimpleQueue()
+        self._done = threading.Semaphore(1)
+        self._failed: BaseException | None = None
+        self._thread: threading.Thread | None = threading.Thread(
+            target=self._run, name="trove-cold-digest", daemon=True
+        )
+        try:
+            self._thread.start()
+        except RuntimeError:  # no thread to be had: digested here instead
+            self._thread = None
+
+    def _run(self) -> None:
+        while True:
+            item = self._work.get()
+            if item is None:
+                return
+            try:
+                if self._failed is None:
+                    self._index.feed_digest(*item)
+            except BaseException as exc:  # raised in the reader by `__exit__`
+                self._failed = exc
+            finally:
+                self._done.release()
+
+    def add(self, data: bytes, at: int) -> None:
+        if self._thread is None:
+            self._index.feed_digest(data, at)
+            return
+        self._done.acquire()  # the chunk before is digested
+        self._work.put((data, at))
+
+    def __enter__(self) -> _Digests:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._thread is not None:
+            self._done.acquire()
+            self._work.put(None)
+            self._thread.join()
+            self._done.release()
+        if self._failed is not None:
+            raise self._failed
 
 
 def _tail(path: Path, cold: Cold, data: bytes, hole: int | None) -> None:

@@ -105,12 +105,17 @@ class LogIndex:
                 carry = data[self._lines(data, base) :]
             position += len(chunk)
 
-    def feed(self, data: bytes, at: int) -> None:
-        """Whole lines read at offset `at`, where both parts stopped (a cold open's pass over
-        the file: one call per chunk, the lines found in C)."""
-        assert self.size == at == self.hashed
-        self._feed(data)
+    def feed_lines(self, data: bytes, at: int) -> None:
+        """Index whole lines read at offset `at`, where the index stopped (a cold open's pass
+        over the file: one call per chunk, the lines found in C)."""
+        assert self.size == at
         self._lines(data, at)
+
+    def feed_digest(self, data: bytes, at: int) -> None:
+        """Digest bytes read at offset `at`, where the digests stopped (the GIL is let go
+        while a long piece is hashed: a cold open runs this beside its decoding)."""
+        assert self.hashed == at
+        self._feed(data)
 
     def _lines(self, data: bytes, base: int) -> int:
         """Index the whole lines of `data`, which starts at file offset `base` (= `size`);
