@@ -19,7 +19,6 @@ through the index a few strides at a time, after the pass.
 
 from __future__ import annotations
 
-import io
 import os
 import queue
 import threading
@@ -36,7 +35,7 @@ from engine.log.replay import careful, lines_of
 from engine.log.resume import Attachment, spilled
 from engine.log.state import FileFacts, LineState
 
-CHUNK = 4 << 20
+CHUNK = 1 << 18
 """Bytes of the log read and decoded at a time."""
 
 
@@ -153,12 +152,16 @@ def _chunks(
             continue
         whole = data[:cut] if cut < len(data) else data
         carry = data[cut:]
-        events = decode_lines(io.BytesIO(whole), first_seq=index.count + 1)
+        lines = whole.split(b"\n")
+        del lines[-1]  # after the last newline
+        events = decode_lines(lines, first_seq=index.count + 1)
         damage: LogCorruptError | None = None
         if events is None:
             events, good, damage = careful(path, whole, cut, index.count)
             whole = whole[:good]
-        index.feed_lines(whole, at)
+            del lines[len(events) :]
+        index.feed_lines(lines, at)
+        del lines
         digests.add(whole, at)
         at += len(whole)
         state.replay(events, facts)

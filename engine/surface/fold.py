@@ -22,23 +22,26 @@ from typing import IO
 import msgspec
 
 from engine.events import (
+    AssistantMessage,
     Checkpoint,
     CompactSummary,
     EndSeed,
     LogEvent,
+    ToolResult,
     TurnEnd,
     TurnStart,
     UserMessage,
 )
-from engine.surface.entry import ENTRY_BUILDERS, user_entry
+from engine.surface.entry import user_entry
 from engine.surface.kept import FORMAT, Head, Row, decode_rows, encode_rows, row_of
+from engine.util.tool_cut import context_chars
 
 SPILL_AT = 4096
 """Rows held before the oldest are written to the spill file."""
 KEEP = 256
 """Rows kept on the heap when the rest are spilled (a withdrawal's look back)."""
 _LENGTH = struct.Struct("<Q")
-_USER = 0
+_USER, _ASSISTANT, _TOOL = 0, 1, 2
 _ENCODER = msgspec.msgpack.Encoder()
 
 
@@ -67,36 +70,52 @@ class SurfaceFold:
         """Events of the line, in order (plain messages and turn markers on locals)."""
         rows = self.rows
         add = rows.append
-        builder_of = ENTRY_BUILDERS.get
         turn, tokens, version, newest = self.turn, self.tokens, self.version, self.newest
         for event in events:
             kind = type(event)
-            build = builder_of(kind)
-            if build is not None and (kind is not UserMessage or event.checkpoint is None):  # type: ignore[union-attr]
-                entry = build(event, turn)
-                if entry is not None:
-                    add(row_of(entry))
-                    tokens += entry.tokens
-                    version += 1
-                    newest = entry.seq
-            elif kind is TurnStart:
-                turn = event.turn  # type: ignore[union-attr]
-            elif kind is EndSeed:
-                turn = None
-            elif kind is TurnEnd:
-                turn = None
-                if event.withdrawn:  # type: ignore[union-attr]
+            # The rows of engine.surface.entry's builders, priced as they price them.
+            if kind is AssistantMessage:
+                size = len(event.content or "")  # type: ignore[union-attr]
+                calls = event.tool_calls  # type: ignore[union-attr]
+                if calls:
+                    size += sum([len(c.name) + len(c.arguments or "{}") for c in calls])
+                    ids = tuple([call.id for call in calls])
+                elif not size:
+                    continue
+                else:
+                    ids = ()
+                price = (size + 3) // 4 + 4
+                add((event.seq, _ASSISTANT, price, False, turn, ids, None))
+            elif kind is ToolResult:
+                price = (context_chars(event.content) + 3) // 4 + 4  # type: ignore[union-attr]
+                add((event.seq, _TOOL, price, False, turn, (), event.call_id))  # type: ignore[union-attr]
+            elif kind is UserMessage and event.checkpoint is None:  # type: ignore[union-attr]
+                price = (len(event.text) + 3) // 4 + 4  # type: ignore[union-attr]
+                add((event.seq, _USER, price, False, turn, (), None))
+            else:
+                if kind is TurnStart:
+                    turn = event.turn  # type: ignore[union-attr]
+                elif kind is EndSeed:
+                    turn = None
+                elif kind is TurnEnd:
+                    turn = None
+                    if event.withdrawn:  # type: ignore[union-attr]
+                        self.tokens, self.version = tokens, version
+                        self._withdraw(event.withdrawn)  # type: ignore[union-attr]
+                        tokens, version, rows = self.tokens, self.version, self.rows
+                        add = rows.append
+                elif kind is CompactSummary:
+                    self.replacements[event.seq] = list(event.replaced or ())  # type: ignore[union-attr]
+                elif kind is UserMessage:  # a checkpoint
                     self.tokens, self.version = tokens, version
-                    self._withdraw(event.withdrawn)  # type: ignore[union-attr]
-                    tokens, version, rows = self.tokens, self.version, self.rows
+                    self._checkpoint(event, turn)  # type: ignore[arg-type]
+                    tokens, version, newest = self.tokens, self.version, self.newest
+                    rows = self.rows
                     add = rows.append
-            elif kind is CompactSummary:
-                self.replacements[event.seq] = list(event.replaced or ())  # type: ignore[union-attr]
-            elif kind is UserMessage:  # a checkpoint
-                self.tokens, self.version = tokens, version
-                self._checkpoint(event, turn)  # type: ignore[arg-type]
-                tokens, version, newest, rows = self.tokens, self.version, self.newest, self.rows
-                add = rows.append
+                continue
+            tokens += price
+            version += 1
+            newest = event.seq
             if len(rows) >= self._spill_at:
                 self.most_rows = max(self.most_rows, len(rows))
                 self._spill_oldest()
