@@ -20,6 +20,7 @@ import pytest
 from engine import events as ev
 from engine.log import SessionLog, cold, resume
 from engine.log import load as load_module
+from engine.log.index import BLOCK, LogIndex
 from engine.log.load import WINDOW
 from engine.log.log_file import open_log
 from engine.log.replay import read_events
@@ -359,3 +360,19 @@ def test_a_rewind_folds_the_line_again_from_the_file_in_bounded_reads(
     if found.attachment is not None:
         found.attachment.close()
     _same(_cold(path), _plain(path, monkeypatch))
+
+
+def test_the_pass_indexes_the_log_as_a_read_of_its_bytes_does(tmp_path: Path) -> None:
+    """Line offsets and block digests, across chunks, strides and blocks."""
+    path = tmp_path / "session.jsonl"
+    log = SessionLog.open(path)
+    _chat(log, 700, tools=True)
+    log.close()
+    with open_log(path) as fh:
+        found, events = cold.read(path, fh, WINDOW, chunk=5000)
+        reference = LogIndex()
+        reference.catch_up(fh, os.fstat(fh.fileno()).st_size)
+    assert found.index.parts() == reference.parts()
+    assert found.index.size > 2 * BLOCK
+    if events.stored is not None:
+        events.stored.close()
