@@ -376,3 +376,21 @@ def test_the_pass_indexes_the_log_as_a_read_of_its_bytes_does(tmp_path: Path) ->
     assert found.index.size > 2 * BLOCK
     if events.stored is not None:
         events.stored.close()
+
+
+def test_a_spill_that_cannot_be_written_leaves_the_whole_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full temporary disk: the open reads the log whole instead, the same thread."""
+    path = tmp_path / "session.jsonl"
+    _write(path, 11, 120)
+
+    def full(self: SurfaceFold) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(SurfaceFold, "_spill_oldest", full)
+    log = _cold(path, read_only=False)
+    assert log.kept is None and log.file_events.held_from == 0
+    log.close()
+    monkeypatch.undo()
+    _same(_cold(path), _plain(path, monkeypatch))
