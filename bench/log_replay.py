@@ -7,15 +7,20 @@ Generates realistic logs (queued prompts, turns, tool round trips with results,
 assistant replies carrying usage, the odd injection) in a temporary directory,
 then prints:
 
-* replay throughput: `SessionLog.open` + `Surface.from_events`, median of N runs
-  per size, against the DESIGN.md target of >= 200,000 events/s, beside two
+* replay throughput: `SessionLog.open` of a log with no resume index (the one pass of
+  engine/log/cold.py, the surface folded, the index written) and `for_log`, median of
+  N runs per size, against the DESIGN.md target of >= 200,000 events/s, beside two
   floors: reading the file and parsing every line with orjson (plain dicts:
   the fastest JSON parse, as Trove's stream path uses it), and with Trove's own
-  typed msgspec decoder, each with nothing else; then the same open with the
-  log's replay snapshot beside it (engine/log/snapshot.py: what a thread read
-  whole keeps at quit), its checks included; and the open with the log's resume
+  typed msgspec decoder, each with nothing else; then a whole read (`read_events`,
+  every event held, as `trove threads` and fork read a log) without and with the
+  log's replay snapshot beside it (engine/log/snapshot.py), its checks included;
+  and the open with the log's resume
   index beside it (engine/log/resume.py: what a thread quit by its writer opens
   with, replaying nothing), with the surface as the runtime builds it;
+* cold open at 10k, 100k and 1M messages (`--cold-sizes`): the one pass in a fresh
+  process per run, its time against the floor of decoding every line (typed, none
+  held) and its peak RSS against 80 MB, and the next open from the index it wrote;
 * resume latency: the real TUI (`trove --thread ID` in a pseudo-terminal,
   started and timed exactly as bench/tui.py times it: spawn -> the end of the
   first frame drawn with the prompt focused and the thread open) on generated
@@ -44,6 +49,7 @@ import os
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -57,8 +63,9 @@ import orjson
 
 from engine import events as ev
 from engine.events import KnownEvent
-from engine.log import SessionLog, paused_gc, resume, snapshot
+from engine.log import SessionLog, paused_gc, read_events, resume, snapshot
 from engine.surface import Surface
+from engine.surface.fold import SurfaceFold
 from engine.surface.kept import for_log, kept_parts
 from engine.threads.paths import LOG_NAME, thread_dir
 
@@ -226,15 +233,31 @@ def time_decode_floor(path: Path, typed: bool) -> float:
 
 
 def time_replay(path: Path) -> tuple[float, int]:
+    """An open with no resume index: the one pass (engine.log.cold) with the surface folded,
+    and the index it writes (removed after)."""
+    resume.discard(path)
     gc.collect()
     start = time.perf_counter()
-    log = SessionLog.open(path)
-    surface = Surface.from_events(log.events)
+    log = SessionLog.open(path, fold=SurfaceFold)
+    surface = for_log(log)
     elapsed = time.perf_counter() - start
     log.close()
-    if not surface.entries:
+    resume.discard(path)
+    if not surface.tokens:
         raise SystemExit("bench: the generated log produced an empty surface")
     return elapsed, len(log.events)
+
+
+def time_whole(path: Path) -> float:
+    """A whole read (`read_events`, what `trove threads`, fork and reports read) and the
+    surface replayed from it: every event held."""
+    gc.collect()
+    start = time.perf_counter()
+    surface = Surface.from_events(read_events(path).events)
+    elapsed = time.perf_counter() - start
+    if not surface.entries:
+        raise SystemExit("bench: the generated log produced an empty surface")
+    return elapsed
 
 
 def time_index_open(path: Path, runs: int) -> tuple[float, int, int]:
@@ -261,15 +284,135 @@ def time_index_open(path: Path, runs: int) -> tuple[float, int, int]:
 
 
 def time_snapshot_replay(path: Path, runs: int) -> tuple[float, int]:
-    """The median `time_replay` with the log's replay snapshot beside it (written as the
-    log's writer writes it at close), then removed; (seconds, events from the snapshot)."""
-    log = SessionLog.open(path)
-    log.keep_snapshot()
-    log.close()
-    times = [time_replay(path)[0] for _ in range(runs)]
-    kept = SessionLog.open(path, read_only="bench").snapshot_events
+    """The median `time_whole` with the log's replay snapshot beside it, then removed;
+    (seconds, events from the snapshot)."""
+    whole = read_events(path)
+    snapshot.write(path, whole.events, whole.good_bytes)
+    del whole
+    times = [time_whole(path) for _ in range(runs)]
+    kept = read_events(path).from_snapshot
     snapshot.path_for(path).unlink(missing_ok=True)
     return statistics.median(times), kept
+
+
+COLD_RSS_TARGET = 80.0  # MB, peak, at every size (DESIGN.md's resume memory bound)
+COLD_FLOOR_TARGET = 2.0  # x the msgspec decode floor
+_COLD_CHILD = """
+import gc, json, sys, time
+from pathlib import Path
+path = Path(sys.argv[1])
+from engine.log import SessionLog
+from engine.surface.fold import SurfaceFold
+from engine.surface.kept import for_log
+
+def peak():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+gc.collect()
+start = time.perf_counter()
+log = SessionLog.open(path, fold=SurfaceFold)
+surface = for_log(log)
+cold = time.perf_counter() - start
+rss = peak()
+events, deferred = len(log.file_events), surface.deferred
+log.close()
+start = time.perf_counter()
+log = SessionLog.open(path, fold=SurfaceFold)
+for_log(log)
+again = time.perf_counter() - start
+kept = log.kept_events
+log.close()
+print(json.dumps({"cold": cold, "rss": rss, "again": again, "events": events,
+                  "deferred": deferred, "kept": kept}))
+"""
+_FLOOR_CHILD = """
+import gc, sys, time
+import msgspec
+from engine.events import KnownEvent
+decode = msgspec.json.Decoder(KnownEvent).decode
+gc.disable()
+start = time.perf_counter()
+with open(sys.argv[1], "rb") as fh:
+    for line in fh:
+        decode(line)
+print(time.perf_counter() - start)
+"""
+
+
+def _child(code: str, *args: str) -> str:
+    """Run `code` in a fresh interpreter (its own peak RSS), from the repository."""
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args], check=True, capture_output=True, text=True, env=env
+    )
+    return done.stdout.strip().splitlines()[-1]
+
+
+def time_cold_open(root: Path, messages: int, runs: int) -> dict[str, Any]:
+    """A thread with no resume index opened by its writer (`SessionLog.open` with the surface
+    folded, then `for_log`), in a fresh process per run: the one pass (engine.log.cold) and
+    the index it writes, then the next open from that index; beside the floor of decoding
+    every line with the typed msgspec decoder and holding none. Medians of `runs`."""
+    source, count = message_log(messages)
+    target = root / f"cold-{messages}" / LOG_NAME
+    target.parent.mkdir(parents=True, exist_ok=True)
+    colds: list[float] = []
+    rsses: list[float] = []
+    agains: list[float] = []
+    floors: list[float] = []
+    for _ in range(runs):
+        shutil.copyfile(source, target)
+        for derived in target.parent.iterdir():
+            if derived.name != LOG_NAME:
+                derived.unlink()
+        os.sync()
+        figures = json.loads(_child(_COLD_CHILD, str(target)))
+        if not figures["deferred"] or figures["kept"] != count:
+            raise SystemExit(f"bench: the cold open of {messages:,} messages kept no surface")
+        colds.append(figures["cold"])
+        rsses.append(figures["rss"])
+        agains.append(figures["again"])
+        floors.append(float(_child(_FLOOR_CHILD, str(source))))
+    target.unlink()
+    return {
+        "events": count,
+        "bytes": source.stat().st_size,
+        "cold": statistics.median(colds),
+        "rss": statistics.median(rsses),
+        "again": statistics.median(agains),
+        "floor": statistics.median(floors),
+        "runs": colds,
+    }
+
+
+def print_cold(root: Path, sizes: list[int], runs: int) -> None:
+    print()
+    print(
+        "cold open: a thread with no resume index (a crash, an older log, an index set aside),"
+        " opened by its writer in one pass, in a fresh process; peak RSS (VmHWM)"
+    )
+    for messages in sizes:
+        got = time_cold_open(root, messages, runs)
+        ratio = got["cold"] / got["floor"]
+        print(
+            f"  {messages:>9,} messages ({got['events']:,} events, "
+            f"{got['bytes'] / 2**20:,.0f} MiB): {got['cold']:.2f} s "
+            f"(runs {' '.join(f'{v:.2f}' for v in got['runs'])}), "
+            f"decode floor {got['floor']:.2f} s, next open {got['again'] * 1000:.1f} ms"
+        )
+        print(
+            f"  cold open {messages:,} messages / decode floor: {ratio:.2f} x   "
+            f"target <= {COLD_FLOOR_TARGET} x  {_verdict(ratio <= COLD_FLOOR_TARGET)}"
+        )
+        print(
+            f"  cold open {messages:,} messages, peak RSS: {got['rss']:.0f} MB   "
+            f"target <= {COLD_RSS_TARGET:.0f} MB  {_verdict(got['rss'] <= COLD_RSS_TARGET)}"
+        )
+    print(f"  (load average {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
 
 
 def _bench_tui() -> Any:
@@ -363,13 +506,21 @@ def main(argv: list[str] | None = None) -> int:
         default=[10_000, 100_000, 1_000_000],
         help="threads to resume, in messages (none: skip the resume rows)",
     )
+    parser.add_argument(
+        "--cold-sizes",
+        type=int,
+        nargs="*",
+        default=[10_000, 100_000, 1_000_000],
+        help="threads to open cold, in messages (none: skip the cold rows)",
+    )
+    parser.add_argument("--cold-runs", type=int, default=3)
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="trove-bench-") as tmp:
         root = Path(tmp)
         print(f"python {sys.version.split()[0]}; median of {args.runs} runs each")
         print()
-        print("log replay: SessionLog.open + Surface.from_events")
+        print("log replay: SessionLog.open with no resume index (one pass) + for_log")
         print(
             f"  {'events':>8}  {'log size':>9}  {'B/event':>7}  {'median':>9}  {'events/s':>9}"
             f"  {'orjson':>9}  {'typed':>9}"
@@ -393,10 +544,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"  {count / floor:>9,.0f}  {count / typed:>9,.0f}"
                 f"  target >= {REPLAY_TARGET:,} events/s  {_verdict(rate >= REPLAY_TARGET)}"
             )
+            whole = statistics.median(time_whole(path) for _ in range(args.runs))
+            print(
+                f"  {'':>8}  {'':>9}  {'':>7}  {whole * 1000:>6.1f} ms"
+                f"  {count / whole:>9,.0f}  read whole, every event held (`read_events`)"
+            )
             kept_median, kept = time_snapshot_replay(path, args.runs)
             print(
                 f"  {'':>8}  {'':>9}  {'':>7}  {kept_median * 1000:>6.1f} ms"
-                f"  {count / kept_median:>9,.0f}  from its replay snapshot"
+                f"  {count / kept_median:>9,.0f}  read whole from its replay snapshot"
                 f" ({kept:,} events; checks included)"
             )
             opened, held, index_size = time_index_open(path, args.runs)
@@ -409,6 +565,9 @@ def main(argv: list[str] | None = None) -> int:
             "  (floors, events/s: read + parse every line and nothing else; orjson: into plain"
             " dicts, the floor; typed: Trove's msgspec decoder)"
         )
+
+        if args.cold_sizes:
+            print_cold(root, args.cold_sizes, args.cold_runs)
 
         if not args.resume_sizes:
             return 0

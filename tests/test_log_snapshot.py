@@ -18,6 +18,7 @@ import pytest
 
 from engine import events as ev
 from engine.log import SessionLog, read_events, snapshot
+from engine.log import load as load_module
 from engine.log.replay import _read_events
 from tests.cli_support import REPO
 
@@ -26,9 +27,12 @@ COUNT = 60
 
 @pytest.fixture(autouse=True)
 def _short_logs_are_long(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Snapshots for logs of tens of events, so each test writes one in milliseconds."""
+    """Snapshots for logs of tens of events, so each test writes one in milliseconds; the
+    log opened as a whole read does (an open without a resume index reads the lines in
+    one pass instead, engine.log.cold, and never the snapshot: tests/test_cold_open.py)."""
     monkeypatch.setattr(snapshot, "MIN_EVENTS", 40)
     monkeypatch.setattr(snapshot, "STALE_EVENTS", 10)
+    monkeypatch.setattr(load_module, "_cold", lambda path, fold: None)
 
 
 def _write(path: Path, n: int, start: int = 0) -> SessionLog:

@@ -19,6 +19,7 @@ import shutil
 import stat
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -27,6 +28,7 @@ from devtools.scripted_server import ScriptedServer
 from engine import events as ev
 from engine.config import Config, parse_config
 from engine.log import LogCorruptError, SessionLog, log_file, resume, snapshot
+from engine.log import load as load_module
 from engine.log.index import BLOCK, STRIDE
 from engine.log.load import WINDOW
 from engine.log.replay import read_events
@@ -64,7 +66,9 @@ def _whole(path: Path) -> SessionLog:
     if moved:
         os.rename(index, aside)
     try:
-        return SessionLog.open(path, read_only="the reference")
+        # A plain full decode: the one-pass open (engine.log.cold) switched off.
+        with mock.patch.object(load_module, "_cold", lambda path, fold: None):
+            return SessionLog.open(path, read_only="the reference")
     finally:
         if moved:
             os.rename(aside, index)
@@ -424,7 +428,10 @@ def test_doctor_repairs_a_line_damaged_where_the_index_vouches_for_the_log(
     assert checkup.status == "repaired"
     assert checkup.findings[0].line == line and checkup.findings[0].repaired
     assert len(read_events(path).events) == line - 1
-    assert not resume.path_for(path).exists()
+    # The repair's open read the log in one pass and wrote an index of what stays.
+    reopened = SessionLog.open(path, read_only="check")
+    assert reopened.kept_events == line - 1
+    _same(reopened, _whole(path))
 
 
 def test_doctor_removes_a_resume_index_that_does_not_stand_for_the_log(tmp_path: Path) -> None:

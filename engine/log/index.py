@@ -15,6 +15,7 @@ until it is written down (`catch_up`, at a clean exit).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import sys
 from array import array
@@ -104,6 +105,25 @@ class LogIndex:
                 base = position + len(chunk) - len(data)
                 carry = data[self._lines(data, base) :]
             position += len(chunk)
+
+    def feed_lines(self, lines: list[bytes], at: int) -> None:
+        """Index whole lines (without their newlines) read at offset `at`, where the index
+        stopped: a cold open's pass over the file, which split them to decode them (their
+        offsets summed in C, one Python step a stride)."""
+        assert self.size == at
+        if not lines:
+            return
+        sums = list(itertools.accumulate(map(len, lines), initial=at))
+        first = -self.count % STRIDE
+        self.offsets.extend([sums[i] + i for i in range(first, len(lines), STRIDE)])
+        self.count += len(lines)
+        self.size = sums[-1] + len(lines)
+
+    def feed_digest(self, data: bytes, at: int) -> None:
+        """Digest bytes read at offset `at`, where the digests stopped (the GIL is let go
+        while a long piece is hashed: a cold open runs this beside its decoding)."""
+        assert self.hashed == at
+        self._feed(data)
 
     def _lines(self, data: bytes, base: int) -> int:
         """Index the whole lines of `data`, which starts at file offset `base` (= `size`);

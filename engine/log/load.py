@@ -4,8 +4,9 @@ From the end (`engine.log.resume`): the index gives the state of the line and wh
 each stride of lines starts; only the lines after what it covers are read and
 decoded (none, after a clean exit), and the newest `WINDOW` events are read for
 whoever shows the thread. Older events are read from the file when asked for
-(engine.log.event_list). Whole (no usable index): every line is read, as
-`engine.log.replay.read_events` does, and every event is held.
+(engine.log.event_list). Cold (no usable index): every line is read once, a chunk
+at a time, into the same state and index, holding no more than a chunk's events and
+the newest (engine.log.cold); the writer then writes the resume index.
 
 Either way the result says the same about the file's tail: a torn last line, or
 the first bad line after which nothing loads, for the writer to repair.
@@ -13,13 +14,15 @@ the first bad line after which nothing loads, for the writer to repair.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
 from msgspec import Struct
 
 from engine.events import LogEvent, SessionRewind
-from engine.log import resume
+from engine.log import cold, resume
+from engine.log.cold import Fold
 from engine.log.event_list import FileEvents, StoredEvents
 from engine.log.index import LogIndex
 from engine.log.line_codec import LogCorruptError, decode_lines
@@ -51,16 +54,26 @@ class Loaded(Struct):
     torn: str | None = None
     good_bytes: int = 0
     from_snapshot: int = 0
+    """Events decoded from the replay snapshot (a whole read; a one-pass open reads the lines
+    and leaves the snapshot to whole readers: engine.log.replay)."""
     damage: LogCorruptError | None = None
     not_regular: str | None = None
+    cold: bool = False
+    """Read in one pass for want of a usable resume index (engine.log.cold): the writer
+    writes one."""
 
 
-def load(path: Path) -> Loaded:
-    """The log at `path`, from its end if its resume index allows, else read whole."""
+def load(path: Path, fold: Callable[[], Fold] | None = None) -> Loaded:
+    """The log at `path`, from its end if its resume index allows, else in one pass that
+    holds no more than a chunk of its events (engine.log.cold), with `fold` (the surface)
+    folded as it goes. What is not a regular file is reported as a whole read does."""
     with paused_gc():
         opened = _from_index(path)
         if opened is not None:
             return opened
+        passed = _cold(path, fold)
+        if passed is not None:
+            return passed
         whole = read_events(path)
     return Loaded(
         FileEvents(whole.events),
@@ -70,6 +83,26 @@ def load(path: Path) -> Loaded:
         from_snapshot=whole.from_snapshot,
         damage=whole.damage,
         not_regular=whole.not_regular,
+    )
+
+
+def _cold(path: Path, fold: Callable[[], Fold] | None) -> Loaded | None:
+    try:
+        with open_log(path) as fh:
+            found, events = cold.read(path, fh, WINDOW, fold)
+    except (OSError, LogCorruptError):  # not there, not a regular file, or changed under
+        return None  # the pass: the whole read says so
+    return Loaded(
+        events,
+        found.index,
+        found.state,
+        found.facts,
+        kept=len(events) if found.attachment is not None else 0,
+        attachment=found.attachment,
+        torn=found.torn,
+        good_bytes=found.good_bytes,
+        damage=found.damage,
+        cold=True,
     )
 
 

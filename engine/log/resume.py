@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import os
 import struct
 import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -80,11 +82,32 @@ def _seal(header: bytes, body: bytes | memoryview) -> bytes:
     return digest.digest()
 
 
-def _part_digest(chunks: list[bytes]) -> bytes:
+def _part_digest(chunks: Iterable[bytes]) -> bytes:
     digest = hashlib.blake2b(digest_size=32, person=_PERSON_PART)
     for chunk in chunks:
         digest.update(chunk)
     return digest.digest()
+
+
+_PIECE = 1 << 20
+
+
+def file_pieces(fh: IO[bytes]) -> Iterator[bytes]:
+    """The bytes of the open file `fh`, a piece at a time (positional reads: its offset is
+    left alone)."""
+    at = 0
+    while True:
+        piece = os.pread(fh.fileno(), _PIECE, at)
+        if not piece:
+            return
+        yield piece
+        at += len(piece)
+
+
+def spilled(head: bytes, fh: IO[bytes]) -> Attachment:
+    """An attachment held in a file of its own, all of it the large part (a cold open's
+    surface, spilled while the log was read: engine.log.cold). Blocking: it is digested."""
+    return Attachment(head, fh, 0, _part_digest(file_pieces(fh)))
 
 
 class Attachment:
@@ -113,6 +136,17 @@ class Attachment:
         if len(data) != size - self._start or _part_digest([data]) != self._digest:
             return None
         return data
+
+    @property
+    def digest(self) -> bytes:
+        """The digest of the large part."""
+        return self._digest
+
+    def file(self) -> IO[bytes] | None:
+        """The file the large part is read from, while it is not taken (for a copy of it
+        made with positional reads: `write`)."""
+        with self._lock:
+            return self._fh if self._start == 0 else None
 
     def close(self) -> None:
         with self._lock:
@@ -175,16 +209,25 @@ def write(
     facts: FileFacts,
     state: LineState,
     head: bytes = b"",
-    attached: list[bytes] | None = None,
+    attached: list[bytes] | Attachment | None = None,
 ) -> bool:
     """Write the resume index of the log's first `index.size` bytes, atomically (False:
-    nothing was written, and the old one, if any, stays)."""
+    nothing was written, and the old one, if any, stays). The large part of what is
+    attached is given as chunks, or as a spilled attachment (`spilled`), copied a piece at
+    a time."""
     count, covered, offsets, digests, partial = index.parts()
     if covered <= 0:
         return False
-    chunks = attached or []
-    try:
+    chunks: Iterable[bytes]
+    if isinstance(attached, Attachment):
+        spill = attached.file()
+        if spill is None:
+            return False
+        chunks, digest = file_pieces(spill), attached.digest
+    else:
+        chunks = attached or []
         digest = _part_digest(chunks)
+    try:
         body = _ENCODER.encode(
             _Body(count, covered, offsets, digests, partial, facts, state, head, digest)
         )
@@ -194,7 +237,7 @@ def write(
     target = path_for(log_path)
     return write_derived(
         target,
-        [header + _seal(header[len(MAGIC) :], body), body, *chunks],
+        itertools.chain([header + _seal(header[len(MAGIC) :], body), body], chunks),
         temporary=target.with_name(f".{target.name}.tmp"),
     )
 

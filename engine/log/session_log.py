@@ -24,6 +24,7 @@ from engine.events import Event, SessionRewind, UnknownEvent
 from engine.log import resume, snapshot
 from engine.log.brackets import TailState
 from engine.log.change import LineChange, line_change
+from engine.log.cold import Fold
 from engine.log.event_list import FileEvents, LineEvents, StoredEvents, line_runs
 from engine.log.failures import (
     Listener,
@@ -35,7 +36,7 @@ from engine.log.file_check import FileCheck
 from engine.log.index import LogIndex
 from engine.log.line import parent_seq
 from engine.log.line_codec import LogCorruptError, encode_line
-from engine.log.load import Loaded, load
+from engine.log.load import WINDOW, Loaded, load
 from engine.log.log_file import open_log
 from engine.log.repair import cut_torn, move_aside, quarantine
 from engine.log.resume import Attachment
@@ -171,7 +172,12 @@ class SessionLog(FileCheck):
 
     @classmethod
     def open(
-        cls, path: Path, *, clock: Clock = _utcnow, read_only: str | None = None
+        cls,
+        path: Path,
+        *,
+        clock: Clock = _utcnow,
+        read_only: str | None = None,
+        fold: Callable[[], Fold] | None = None,
     ) -> SessionLog:
         """Load the file (from its end, when a resume index stands for its first bytes:
         engine.log.load) and keep it open for appends.
@@ -184,9 +190,13 @@ class SessionLog(FileCheck):
         With `read_only` (the reason) the file is only read: nothing is cut
         or moved, the prefix is what loads, and every append raises
         LogWriteError with that reason.
+
+        Without a usable resume index the file is read in one pass (engine.log.cold) with
+        `fold` (the surface) folded as it goes, and the writer writes the index at once
+        for a log longer than what an open holds, so the next open reads its end only.
         """
         log = cls(path, clock=clock)
-        loaded = load(path)
+        loaded = load(path, fold)
         count = len(loaded.events)
         if read_only is None:
             private_dir(path.parent)
@@ -220,6 +230,8 @@ class SessionLog(FileCheck):
             log._fd = open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
             log._size = os.fstat(log._fd).st_size
             log._note()
+            if loaded.cold and count > WINDOW:
+                log.keep_index(*((log.kept.head, log.kept) if log.kept is not None else ()))
         return log
 
     def _adopt(self, loaded: Loaded) -> None:
@@ -418,7 +430,9 @@ class SessionLog(FileCheck):
         self.snapshot_events = len(events)
         return True
 
-    def keep_index(self, head: bytes = b"", attached: list[bytes] | None = None) -> bool:
+    def keep_index(
+        self, head: bytes = b"", attached: list[bytes] | Attachment | None = None
+    ) -> bool:
         """Write the resume index (engine.log.resume): the index and the line's state at the
         log's end, with what the layer above keeps in it (`head`, read at every open, and
         `attached`, read when it asks: the surface). Only the writer does, with nothing

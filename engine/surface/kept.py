@@ -94,13 +94,24 @@ def _head(log: SessionLog) -> Head | None:
     return head
 
 
-def _rows(entries: list[Entry]) -> bytes:
-    rows = [
-        (e.seq, _ROLE_CODES[e.role], e.tokens, e.checkpoint, e.turn, e.call_ids, e.result_of)
-        for e in entries
-    ]
+def row_of(e: Entry) -> Row:
+    """The row the index keeps of an entry."""
+    return (e.seq, _ROLE_CODES[e.role], e.tokens, e.checkpoint, e.turn, e.call_ids, e.result_of)
+
+
+def encode_rows(rows: list[Row]) -> bytes:
+    """One chunk of the attachment's large part: its length, then the rows as msgpack."""
     body = _ENCODER.encode(rows)
     return _LENGTH.pack(len(body)) + body
+
+
+def decode_rows(data: bytes | memoryview) -> list[Row]:
+    """The rows of one chunk's msgpack (after its length)."""
+    return _ROWS_DECODER.decode(data)
+
+
+def _rows(entries: list[Entry]) -> bytes:
+    return encode_rows([row_of(e) for e in entries])
 
 
 def kept_parts(surface: Surface, events: int) -> tuple[bytes, list[bytes]]:

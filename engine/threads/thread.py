@@ -21,6 +21,7 @@ from engine.events import (
 )
 from engine.log import SessionLog
 from engine.log.log_file import open_log
+from engine.surface.fold import SurfaceFold
 from engine.threads.lock import ThreadLock
 from engine.threads.paths import (
     LOG_NAME,
@@ -96,7 +97,7 @@ class Thread(Struct):
         directory = private_dir(thread_dir(home, user_id, tid), base=home)
         lock = ThreadLock.acquire(directory, tid)
         try:
-            log = SessionLog.open(directory / LOG_NAME)
+            log = SessionLog.open(directory / LOG_NAME, fold=SurfaceFold)
         except BaseException:
             lock.release()
             raise
@@ -143,7 +144,7 @@ class Thread(Struct):
         private_dir(directory, base=home)  # data an older version left readable
         lock = ThreadLock.acquire(directory, thread_id)
         try:
-            log = SessionLog.open(directory / LOG_NAME)
+            log = SessionLog.open(directory / LOG_NAME, fold=SurfaceFold)
             if log.events:
                 log.append(EndSeed(previous=log.next_seq - 1))
                 settle_retry(log)  # a /retry the last lifecycle left unfinished is undone
@@ -158,7 +159,7 @@ class Thread(Struct):
         directory = thread_dir(home, user_id, thread_id)
         if not has_log(directory):
             raise ThreadNotFoundError(f"no thread {thread_id!r} for user {user_id!r}")
-        log = SessionLog.open(directory / LOG_NAME, read_only=reason)
+        log = SessionLog.open(directory / LOG_NAME, read_only=reason, fold=SurfaceFold)
         return cls(home, user_id, thread_id, directory, log, True, None)
 
     def close(self) -> None:

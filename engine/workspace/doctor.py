@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from engine.log import SessionLog, read_events, resume, snapshot
+from engine.log import LogCorruptError, SessionLog, cold, read_events, resume, snapshot
 from engine.log.log_file import open_log
+from engine.surface.fold import SurfaceFold
 from engine.threads.lock import ThreadLock, ThreadLockedError
 from engine.threads.paths import LOG_NAME, ThreadNotFoundError, has_log, thread_dir
 
@@ -76,12 +77,12 @@ class Checkup:
 def _log_findings(log_path: Path, *, held: bool) -> list[Finding]:
     """What reading the log finds (nothing is changed). While another process `held` the
     thread, a last line without its newline is that writer's line being written."""
-    loaded = read_events(log_path)
+    loaded = _pass(log_path)
     found: list[Finding] = []
     damage = loaded.damage
     if damage is not None:
         rest = _size(log_path) - loaded.good_bytes
-        count = len(loaded.events)
+        count = loaded.count
         found.append(
             Finding(
                 LOG_NAME,
@@ -91,10 +92,32 @@ def _log_findings(log_path: Path, *, held: bool) -> list[Finding]:
             )
         )
     elif loaded.torn is not None and not held:
-        line = len(loaded.events) + 1
+        line = loaded.count + 1
         size = log_path.stat().st_size - loaded.good_bytes
         found.append(Finding(LOG_NAME, f"{LOG_NAME}:{line}: a torn last line ({size} bytes)", line))
     return found
+
+
+@dataclass
+class _Read:
+    count: int
+    torn: str | None
+    good_bytes: int
+    damage: LogCorruptError | None
+
+
+def _pass(log_path: Path) -> _Read:
+    """What reading every line of the log finds, holding no more than a chunk of its events
+    (engine.log.cold); what is not a regular file, as the whole read reports it."""
+    try:
+        with open_log(log_path) as fh:
+            found, events = cold.read(log_path, fh, 0, follow=False)
+        if events.stored is not None:
+            events.stored.close()
+        return _Read(found.index.count, found.torn, found.good_bytes, found.damage)
+    except (OSError, LogCorruptError):
+        loaded = read_events(log_path)
+        return _Read(len(loaded.events), loaded.torn, loaded.good_bytes, loaded.damage)
 
 
 def _size(path: Path) -> int:
@@ -162,7 +185,7 @@ def examine(home: Path, user_id: str, thread_id: str) -> Checkup:
             # The damage may lie where a resume index vouches for the log (between the
             # blocks an open checks): without it, the writer's open reads every line.
             resume.discard(log_path)
-            log = SessionLog.open(log_path)  # the writer's open is the repair
+            log = SessionLog.open(log_path, fold=SurfaceFold)  # the writer's open is the repair
             log.close()
             if log.set_aside is not None:
                 moved = _size(log.set_aside)
