@@ -1,4 +1,5 @@
-"""A frame of a streamed reply draws again only the rows its new text changed.
+"""A frame of a streamed reply draws again only the rows its new text changed, and no
+full garbage collection runs while it streams.
 
 Textual keeps each widget's drawn lines; a reply that asked for a whole
 repaint each frame had every row on screen drawn again (styles, filters)
@@ -9,6 +10,7 @@ Counts and contents, never times.
 
 from __future__ import annotations
 
+import gc
 import random
 
 import pytest
@@ -17,6 +19,7 @@ from textual.strip import Strip
 
 from tests.tui.test_stream_cost import code_lines, frame
 from tui import code_lexers
+from tui.live import collection
 from tui.typed import TypingApp
 from tui.widgets.assistant_message import SPARE_ROWS, AssistantMessage
 
@@ -87,3 +90,25 @@ async def test_the_rows_kept_are_the_rows_a_fresh_draw_gives(built, seed: int) -
             message._styles_cache.clear()
             fresh = [strip.text for strip in shown(message)]
             assert kept == fresh, f"after {at} characters"
+
+
+async def test_no_full_collection_while_a_reply_streams_and_thresholds_come_back() -> None:
+    before = gc.get_threshold()
+    app: TypingApp[None] = TypingApp()
+    async with app.run_test(size=SIZE) as pilot:
+        first, second = AssistantMessage(), AssistantMessage()
+        await app.mount(first, second)
+        assert not collection.holding()
+        first.write("Streaming ")
+        second.write("two at once ")
+        assert collection.holding()
+        assert gc.get_threshold()[2] == collection.OUT_OF_REACH
+        assert gc.get_threshold()[:2] == before[:2]  # the young generations still collect
+        await first.finish("Streaming ")
+        assert collection.holding()  # the other reply still streams
+        await second.remove()  # removed mid-stream: its hold ends with it
+        await pilot.pause()
+        assert not collection.holding()
+        assert gc.get_threshold() == before
+        await first.finish("Streaming ")  # a second end releases nothing more
+        assert gc.get_threshold() == before

@@ -3,8 +3,11 @@
 Once a thread is shown: its continuity is wired (the archive, tools and notes;
 a request or compaction that comes first wires it itself), the lexers of the
 code drawn plain at start-up are built off the loop and that code is drawn
-again (tui.code_lexers), and the model client's import is paid before the
-first prompt needs it, after the first frames: the import competes for the GIL.
+again (tui.code_lexers), what the first streamed reply draws with (its widget,
+Rich's Markdown, markdown-it, Pygments' machinery) is imported in a worker
+thread rather than on the loop as the first reply arrives, and the model
+client's import is paid before the first prompt needs it, after the first
+frames: the import competes for the GIL.
 """
 
 from __future__ import annotations
@@ -29,11 +32,26 @@ COMPLETE_AFTER = 0.1
 def warm_up(screen: Screen[Any], runtime: Runtime) -> None:
     """Start what follows `runtime`'s first frame on `screen`, which shows it."""
     screen.call_after_refresh(lambda: screen.set_timer(COMPLETE_AFTER, runtime.complete))
+    screen.call_after_refresh(
+        lambda: screen.set_timer(COMPLETE_AFTER, partial(_prepare, screen), name="reply modules")
+    )
     if code_lexers.deferring():
         screen.call_after_refresh(
             lambda: screen.set_timer(COMPLETE_AFTER, partial(_highlight, screen), name="lexers")
         )
     screen.set_timer(WARM_AFTER, partial(_start_warm, screen, runtime))
+
+
+def _prepare(screen: Screen[Any]) -> None:
+    screen.run_worker(prepare_reply, group="warm", thread=True, exit_on_error=False)
+
+
+def prepare_reply() -> None:
+    """In a worker thread: import and set up what the first streamed reply draws with."""
+    from tui.live.markdown import LiveMarkdown
+    from tui.widgets import assistant_message  # noqa: F401  (imported is the point)
+
+    LiveMarkdown("`x` *y*\n\n```\nz\n```\n")  # the parser, made once, and its rules
 
 
 def _highlight(screen: Screen[Any]) -> None:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 from engine.util.safe_text import SafeStream, safe_text
 from tui import code_lexers
 from tui.drawn_lines import DrawnReply
+from tui.live import collection
 from tui.live.markdown import Draw, Render
 from tui.live.reply import FREEZE_CHARS, LiveReply
 from tui.typed import TypingApp
@@ -100,6 +101,8 @@ class AssistantMessage(PastReply):
         """Languages whose lexers a worker is building."""
         self._streamed = False
         self._finished = False
+        self._holding = False
+        """This reply holds full collections off (tui.live.collection) while it streams."""
         self._repaint: Region | None = None
         """The rows the last read changed, marked dirty (in content coordinates)."""
 
@@ -140,6 +143,9 @@ class AssistantMessage(PastReply):
         self._pending.append(fragment)
         self._pending_chars += len(fragment)
         self._streamed = True
+        if not self._holding:
+            self._holding = True
+            collection.hold_full()
         if self._frame is None and not self._busy:
             self._frame = self.set_timer(FRAME, self._draw, name="reply frame")
         elif self._held and self._pending_chars >= HELD_CHARS and self._frame is not None:
@@ -287,6 +293,15 @@ class AssistantMessage(PastReply):
             cost = time.monotonic() - started
             self._frame = self.set_timer(max(FRAME, cost), self._draw, name="reply frame")
 
+    def _release(self) -> None:
+        if self._holding:
+            self._holding = False
+            collection.release_full()
+
+    def on_unmount(self) -> None:
+        """Removed while streaming (a pruned or cleared transcript): its hold ends too."""
+        self._release()
+
     async def _next_frame(self) -> None:
         """Until the screen has drawn what is shown now (the app's queue: this widget may
         be removed meanwhile, which would drop its own callbacks), at most `FRAME_WAIT`."""
@@ -340,6 +355,7 @@ class AssistantMessage(PastReply):
             self.add_class("-cancelled")
         if interrupted:
             self.add_class("-interrupted")
+        self._release()  # once its final rows are in: a full collection may follow
 
 
 def _render_whole(

@@ -1,0 +1,34 @@
+"""What the first streamed reply draws with is imported by the warm-up's worker thread.
+
+Imported on the loop as the first reply arrived, its widget and Rich's
+Markdown held the loop for tens of milliseconds (bench/content.py: the first
+turn's keys). A fresh interpreter shows what `prepare_reply` leaves imported.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CHECK = """
+import sys, threading
+import tui.screens.warm_up as warm_up
+before = {name for name in ("tui.widgets.assistant_message", "markdown_it", "rich.markdown")
+          if name in sys.modules}
+worker = threading.Thread(target=warm_up.prepare_reply)
+worker.start(); worker.join()
+from tui.live import markdown
+after = {name for name in ("tui.widgets.assistant_message", "markdown_it", "rich.markdown")
+         if name in sys.modules}
+print(sorted(before), sorted(after), markdown._PARSER is not None)
+"""
+
+
+def test_prepare_reply_imports_the_reply_modules_off_the_loop() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", CHECK], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == ("[] ['markdown_it', 'rich.markdown', 'tui.widgets.assistant_message'] True"), out
