@@ -34,6 +34,14 @@ with the UI loop in more, smaller slices, and may compile the same class twice."
 builds = 0
 """Lexers built so far (tests count them)."""
 
+COMMON = (
+    "python", "javascript", "typescript", "bash", "json", "rust", "go", "java", "c", "cpp",
+    "html", "css", "sql", "yaml", "diff",
+)  # fmt: skip
+"""Languages replies fence most often: built at warm-up, so a live reply's first block in
+one of them is highlighted from its first line, and a short reply's last frame is its final
+look (a block drawn plain would change colour only once its lexer is built)."""
+
 
 def defer() -> None:
     """From now until `finish()`, a block whose lexer is not built is drawn plain."""
@@ -73,6 +81,13 @@ def build(names: Iterable[str]) -> None:
                 get_lexer_by_name(name)  # the class's rules are compiled on the first instance
             builds += 1
             _built.add(name)
+
+
+def build_common() -> None:
+    """Build the `COMMON` lexers one at a time (in a worker thread): each takes the lock
+    alone, so a live reply's own build waits for one lexer at most."""
+    for name in COMMON:
+        build([name])
 
 
 def build_wanted() -> None:

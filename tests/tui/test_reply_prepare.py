@@ -1,4 +1,5 @@
-"""What the first streamed reply draws with is imported by the warm-up's worker thread.
+"""What the first streamed reply draws with is imported (and the common lexers built) by
+the warm-up's worker thread.
 
 Imported on the loop as the first reply arrived, its widget and Rich's
 Markdown held the loop for tens of milliseconds (bench/content.py: the first
@@ -20,10 +21,12 @@ before = {name for name in ("tui.widgets.assistant_message", "markdown_it", "ric
           if name in sys.modules}
 worker = threading.Thread(target=warm_up.prepare_reply)
 worker.start(); worker.join()
+from tui import code_lexers
 from tui.live import markdown
 after = {name for name in ("tui.widgets.assistant_message", "markdown_it", "rich.markdown")
          if name in sys.modules}
-print(sorted(before), sorted(after), markdown._PARSER is not None)
+print(sorted(before), sorted(after), markdown._PARSER is not None,
+      all(code_lexers.built(name) for name in code_lexers.COMMON))
 """
 
 
@@ -31,4 +34,6 @@ def test_prepare_reply_imports_the_reply_modules_off_the_loop() -> None:
     out = subprocess.run(
         [sys.executable, "-c", CHECK], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.strip()
-    assert out == ("[] ['markdown_it', 'rich.markdown', 'tui.widgets.assistant_message'] True"), out
+    assert out == (
+        "[] ['markdown_it', 'rich.markdown', 'tui.widgets.assistant_message'] True True"
+    ), out

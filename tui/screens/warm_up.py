@@ -4,8 +4,9 @@ Once a thread is shown: its continuity is wired (the archive, tools and notes;
 a request or compaction that comes first wires it itself), the lexers of the
 code drawn plain at start-up are built off the loop and that code is drawn
 again (tui.code_lexers), what the first streamed reply draws with (its widget,
-Rich's Markdown, markdown-it, Pygments' machinery) is imported in a worker
-thread rather than on the loop as the first reply arrives, and the model
+Rich's Markdown, markdown-it, the lexers of the languages most often fenced)
+is imported and built in a worker thread rather than on the loop as the
+first reply arrives, and the model
 client's import is paid before the first prompt needs it, after the first
 frames: the import competes for the GIL.
 """
@@ -52,6 +53,7 @@ def prepare_reply() -> None:
     from tui.widgets import assistant_message  # noqa: F401  (imported is the point)
 
     LiveMarkdown("`x` *y*\n\n```\nz\n```\n")  # the parser, made once, and its rules
+    code_lexers.build_common()
 
 
 def _highlight(screen: Screen[Any]) -> None:
