@@ -1,7 +1,8 @@
 """The work that follows a thread's first frame instead of holding it up.
 
 Once a thread is shown: its continuity is wired (the archive, tools and notes;
-a request or compaction that comes first wires it itself), the lexers of the
+a request or compaction that comes first wires it itself; a worker thread has
+imported its modules by then), the lexers of the
 code drawn plain at start-up are built off the loop and that code is drawn
 again (tui.code_lexers), what the first streamed reply draws with (its widget,
 Rich's Markdown, markdown-it, the lexers of the languages most often fenced)
@@ -33,9 +34,7 @@ COMPLETE_AFTER = 0.1
 def warm_up(screen: Screen[Any], runtime: Runtime) -> None:
     """Start what follows `runtime`'s first frame on `screen`, which shows it."""
     screen.call_after_refresh(lambda: screen.set_timer(COMPLETE_AFTER, runtime.complete))
-    screen.call_after_refresh(
-        lambda: screen.set_timer(COMPLETE_AFTER, partial(_prepare, screen), name="reply modules")
-    )
+    screen.call_after_refresh(partial(_prepare, screen))
     if code_lexers.deferring():
         screen.call_after_refresh(
             lambda: screen.set_timer(COMPLETE_AFTER, partial(_highlight, screen), name="lexers")
@@ -44,11 +43,15 @@ def warm_up(screen: Screen[Any], runtime: Runtime) -> None:
 
 
 def _prepare(screen: Screen[Any]) -> None:
-    screen.run_worker(prepare_reply, group="warm", thread=True, exit_on_error=False)
+    screen.run_worker(prepare_first_turn, group="warm", thread=True, exit_on_error=False)
 
 
-def prepare_reply() -> None:
-    """In a worker thread: import and set up what the first streamed reply draws with."""
+def prepare_first_turn() -> None:
+    """In a worker thread: import what wiring continuity needs (the first request, or
+    `runtime.complete` 0.1 s on, would import it on the loop), then set up what the first
+    streamed reply draws with."""
+    import engine.continuity  # noqa: F401  (imported is the point)
+    import engine.continuity.capture  # noqa: F401
     from tui.live.markdown import LiveMarkdown
     from tui.widgets import assistant_message  # noqa: F401  (imported is the point)
 
