@@ -17,6 +17,7 @@ as Rich does, except in the reply being streamed: it asks `built` and has
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterable
 
 _built: set[str] = {"text"}
@@ -27,6 +28,19 @@ generation = 0
 """Bumped by `finish()`: a reply that drew a plain block draws again when it changes."""
 plain_drawn = 0
 """How many blocks were drawn plain: a reply compares it around its own drawing."""
+_building = threading.Lock()
+"""One build at a time: two worker threads compiling lexers at once only share the GIL
+with the UI loop in more, smaller slices, and may compile the same class twice."""
+builds = 0
+"""Lexers built so far (tests count them)."""
+
+COMMON = (
+    "python", "javascript", "typescript", "bash", "json", "rust", "go", "java", "c", "cpp",
+    "html", "css", "sql", "yaml", "diff",
+)  # fmt: skip
+"""Languages replies fence most often: built at warm-up, so a live reply's first block in
+one of them is highlighted from its first line, and a short reply's last frame is its final
+look (a block drawn plain would change colour only once its lexer is built)."""
 
 
 def defer() -> None:
@@ -57,13 +71,23 @@ def built(name: str) -> bool:
 
 def build(names: Iterable[str]) -> None:
     """Build these languages' lexers (in a worker thread: it holds no UI state)."""
+    global builds
     from pygments.lexers import get_lexer_by_name  # type: ignore[import-untyped]
     from pygments.util import ClassNotFound  # type: ignore[import-untyped]
 
-    for name in sorted({n.lower() for n in names} - _built):
-        with contextlib.suppress(ClassNotFound):  # Rich draws an unknown language plain too
-            get_lexer_by_name(name)  # the class's rules are compiled on the first instance
-        _built.add(name)
+    with _building:
+        for name in sorted({n.lower() for n in names} - _built):
+            with contextlib.suppress(ClassNotFound):  # Rich draws an unknown language plain
+                get_lexer_by_name(name)  # the class's rules are compiled on the first instance
+            builds += 1
+            _built.add(name)
+
+
+def build_common() -> None:
+    """Build the `COMMON` lexers one at a time (in a worker thread): each takes the lock
+    alone, so a live reply's own build waits for one lexer at most."""
+    for name in COMMON:
+        build([name])
 
 
 def build_wanted() -> None:

@@ -145,6 +145,10 @@ class ModelClient:
         )
         # The first touch imports the resource's modules; here, not in the first turn.
         _ = client.chat.completions.with_streaming_response
+        # So does the HTTP transport's first request, its async backend: here too, not on
+        # the loop as the first request goes out.
+        with contextlib.suppress(ImportError):
+            importlib.import_module("anyio._backends._asyncio")
         return mod, client
 
     async def _attempt(self, request: Any) -> None:

@@ -76,3 +76,17 @@ async def test_resumed_code_is_plain_until_its_lexer_is_built_off_the_loop_then_
         await until(pilot, lambda: code_lexers.generation > before and not reply.plain_code)
         assert len(code_colours(reply)) > 1  # `def`, the name, `return` … in their colours
         assert "python" in code_lexers._built
+
+
+def test_two_threads_asking_for_the_same_lexer_build_it_once() -> None:
+    names = ["ini", "toml"]
+    for name in names:
+        code_lexers._built.discard(name)
+    before = code_lexers.builds
+    threads = [threading.Thread(target=code_lexers.build, args=(names,)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert code_lexers.builds - before == len(names)
+    assert all(code_lexers.built(name) for name in names)

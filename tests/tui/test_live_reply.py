@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 from textual.geometry import Region
@@ -13,6 +14,7 @@ from engine.runtime.commands_replies import choose_copy
 from engine.util.safe_text import safe_text
 from tests.support import of_kind
 from tests.tui.conftest import say, settle
+from tui.live import collection
 from tui.widgets.assistant_message import AssistantMessage
 from tui.widgets.chat_message import PastReply
 
@@ -95,3 +97,33 @@ async def test_a_long_reply_is_rendered_whole_off_the_loop_once_it_ends(
         resumed = await resumed_copy(app, pilot, text)
         assert resumed.size == reply.size
         assert drawn(resumed) == drawn(reply)
+
+
+async def test_a_turn_holds_full_collections_from_its_start_to_its_end(
+    app_factory, server, monkeypatch
+) -> None:
+    seen: list[tuple[str, bool]] = []
+    hold, release = collection.hold_full, collection.release_full
+
+    def holding() -> None:
+        hold()
+        seen.append(("hold", collection.holding()))
+
+    def releasing() -> None:
+        release()
+        seen.append(("release", collection.holding()))
+
+    monkeypatch.setattr(collection, "hold_full", holding)
+    monkeypatch.setattr(collection, "release_full", releasing)
+    before = gc.get_threshold()
+    server.script(s.text(REPLY))
+    app = app_factory()
+    async with app.run_test(size=(100, 48)) as pilot:
+        await settle(pilot)
+        await say(pilot, "tell me")
+        await settle(pilot)
+        # The turn's hold and its reply's, each released; the last one out restores.
+        assert [kind for kind, _ in seen] == ["hold", "hold", "release", "release"], seen
+        assert seen[-1] == ("release", False)
+        assert not collection.holding()
+        assert gc.get_threshold() == before

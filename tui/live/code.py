@@ -90,6 +90,8 @@ class LiveCode:
         self._starts: list[int] = []
         """Each shown line's first row, not counting the padding row."""
         self._content = 0
+        self._changed = 0
+        """The first row that may differ since `take_changed`."""
         self.resize(draw)
         self.feed(text)
 
@@ -104,6 +106,11 @@ class LiveCode:
 
     def gap(self, before: bool | None) -> int:
         return int(bool(before))
+
+    def take_changed(self) -> int:
+        """The first row that may differ since the last call: the lines lexed again, on."""
+        changed, self._changed = self._changed, self.height
+        return changed
 
     def feed(self, text: str) -> None:
         """The next text of the reply: the block's lines, maybe its closing fence and more."""
@@ -171,6 +178,8 @@ class LiveCode:
         """Lines from `first` on have these tokens: count their rows (a line that fits is
         one row, drawn when shown; one that wraps is drawn now)."""
         drawn = self._drawn
+        row = 1 + (self._starts[first] if first < len(self._starts) else self._content)
+        self._changed = min(self._changed, row)
         for i in [i for i in drawn if i >= first]:
             if i >= first + len(tokens) or drawn[i][0] != tokens[i - first]:
                 del drawn[i]
@@ -212,6 +221,7 @@ class LiveCode:
     def resize(self, draw: Draw) -> None:
         """Draw at another width or style: the tokens stay, the rows are drawn again."""
         self._rows = CodeRows(draw, self._theme)
+        self._changed = 0
         self._drawn.clear()
         self._starts.clear()
         self._place(0, self._tokens[:])

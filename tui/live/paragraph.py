@@ -105,6 +105,8 @@ class LiveParagraph:
         self.finished = False
         self.broken = False
         self.rest = ""
+        self._changed = 0
+        """The first row that may differ since `take_changed`."""
         self.feed(text)
 
     @property
@@ -123,7 +125,13 @@ class LiveParagraph:
         kept = len(self._kept)
         return self._kept[y] if y < kept else self._rows[y - kept]
 
+    def take_changed(self) -> int:
+        """The first row that may differ since the last call: the window's, on."""
+        changed, self._changed = self._changed, self.height
+        return changed
+
     def feed(self, text: str) -> None:
+        self._changed = min(self._changed, len(self._kept))
         self._window += text
         window = self._window
         if self._kept_text and not self._kept_text[-1].endswith("\n"):
@@ -185,6 +193,7 @@ class LiveParagraph:
     def resize(self, draw: Draw) -> None:
         """Draw at another width or style: the whole paragraph once, then cut again."""
         self._draw = draw
+        self._changed = 0
         text = self.text
         self._kept, self._kept_text, self._window = [], [], text
         markdown = LiveMarkdown(text)

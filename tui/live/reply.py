@@ -11,10 +11,12 @@ what follows. A part's rows are the rows Rich draws for the whole reply
 there, blank rows between parts included (finished blocks are drawn after a
 stand-in for the part above, see `render_after`), so the rows are the reply's.
 
-A new width or style draws every part again, once (a code block keeps its
-tokens). Languages whose lexer is not built yet are drawn plain and listed
-in `wanted`; once the reply has them built off the loop, `lexers_built`
-draws those parts again.
+`take_changed` says from which row on the rows may differ since it was last
+asked (the rows above are kept parts, or the finished lines of the block being
+streamed), so the widget repaints only those rows. A new width or style draws
+every part again, once (a code block keeps its tokens). Languages whose lexer
+is not built yet are drawn plain and listed in `wanted`; once the reply has
+them built off the loop, `lexers_built` draws those parts again.
 """
 
 from __future__ import annotations
@@ -111,6 +113,8 @@ class LiveReply:
         self._open_wanted: set[str] = set()
         self._mode: LiveCode | LiveParagraph | None = None
         """The part reading the block being streamed."""
+        self._changed: int | None = None
+        """The first row that may differ since `take_changed` (None: none does)."""
 
     @property
     def draw(self) -> Draw:
@@ -145,6 +149,14 @@ class LiveReply:
         self._read(text)
         return True
 
+    def take_changed(self) -> int | None:
+        """The first row that may look different since the last call (None: no row does)."""
+        changed, self._changed = self._changed, None
+        return changed
+
+    def _mark(self, row: int) -> None:
+        self._changed = row if self._changed is None else min(self._changed, row)
+
     @property
     def height(self) -> int:
         mode = self._mode
@@ -175,12 +187,14 @@ class LiveReply:
             mode = self._mode
             if mode is None:
                 self._open += text
+                self._mark(self._kept_height)  # the open tail is drawn again below it
                 if not self._read_open():
                     return
                 text = ""
                 continue
             if text:
                 mode.feed(text)
+            self._mark(self._kept_height + mode.gap(self._before) + mode.take_changed())
             if isinstance(mode, LiveParagraph) and mode.broken:
                 self._mode, text = None, mode.text
             elif mode.finished:
@@ -249,6 +263,7 @@ class LiveReply:
     def resize(self, draw: Draw) -> None:
         """Draw everything again at another width or style (once)."""
         self._draw = draw
+        self._mark(0)
         for part in self.parts:
             part.resize(draw)
         self._place(0)
@@ -270,6 +285,7 @@ class LiveReply:
 
     def lexers_built(self) -> None:
         """Some lexers were built: draw again what was drawn plain for want of them."""
+        self._mark(0)
         for part in self.parts:
             part.lexer_built()
         self._place(0)

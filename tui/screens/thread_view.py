@@ -18,6 +18,7 @@ from engine import events as ev
 from engine.model.backend import Backend
 from engine.port import EngineState
 from engine.runtime import Runtime
+from tui.live import collection
 from tui.screens.chat_settings import ChatSettings
 from tui.screens.inspector_pane import InspectorPane
 from tui.screens.prompt_drafts import PromptDrafts
@@ -61,6 +62,18 @@ class ThreadView:
         """What the running request waits on ("retrying (2/3)…", "starting the offline
         model…"); cleared when it is over or text flows."""
         self._queued = False
+        self._turn_hold = False
+        """A turn runs: full collections are held off until it ends (tui.live.collection)."""
+
+    def _hold(self, running: bool) -> None:
+        """Hold full collections from a turn's start (its request, then its reply) to its
+        end, or until another thread is shown."""
+        if running and not self._turn_hold:
+            self._turn_hold = True
+            collection.hold_full()
+        elif not running and self._turn_hold:
+            self._turn_hold = False
+            collection.release_full()
 
     def show(self, runtime: Runtime, kept: Kept | None = None) -> None:
         """The thread's log so far (replies in `kept` drawn from the lines its last session
@@ -70,6 +83,7 @@ class ThreadView:
         title = self._screen.query_one(TitleBar)
         title.thread = runtime.thread.log.facts.title or runtime.thread.id
         title.model = self.model_label(runtime)
+        self._hold(False)
         transcript = self._screen.query_one(Transcript)
         transcript.remove_children()
         if not settings.configured:
@@ -122,6 +136,8 @@ class ThreadView:
         self._screen.query_one(Transcript).show_event(event)
         if isinstance(event, ev.AssistantMessage | ev.UserMessage | ev.ToolResult | ev.CompactEnd):
             self.context(runtime)
+        if isinstance(event, ev.TurnStart | ev.TurnEnd):
+            self._hold(isinstance(event, ev.TurnStart))
         if isinstance(event, ev.TurnEnd) and event.withdrawn:
             self._drafts.restore_withdrawn(runtime, event)
         if isinstance(event, ev.CompactEnd | ev.NoteSet | ev.NoteDelete):

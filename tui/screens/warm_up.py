@@ -1,10 +1,15 @@
 """The work that follows a thread's first frame instead of holding it up.
 
 Once a thread is shown: its continuity is wired (the archive, tools and notes;
-a request or compaction that comes first wires it itself), the lexers of the
+a request or compaction that comes first wires it itself; a worker thread has
+imported its modules by then), the lexers of the
 code drawn plain at start-up are built off the loop and that code is drawn
-again (tui.code_lexers), and the model client's import is paid before the
-first prompt needs it, after the first frames: the import competes for the GIL.
+again (tui.code_lexers), what the first streamed reply draws with (its widget,
+Rich's Markdown, markdown-it, the lexers of the languages most often fenced)
+is imported and built in a worker thread rather than on the loop as the
+first reply arrives, and the model
+client's import is paid before the first prompt needs it, after the first
+frames: the import competes for the GIL.
 """
 
 from __future__ import annotations
@@ -29,11 +34,29 @@ COMPLETE_AFTER = 0.1
 def warm_up(screen: Screen[Any], runtime: Runtime) -> None:
     """Start what follows `runtime`'s first frame on `screen`, which shows it."""
     screen.call_after_refresh(lambda: screen.set_timer(COMPLETE_AFTER, runtime.complete))
+    screen.call_after_refresh(partial(_prepare, screen))
     if code_lexers.deferring():
         screen.call_after_refresh(
             lambda: screen.set_timer(COMPLETE_AFTER, partial(_highlight, screen), name="lexers")
         )
     screen.set_timer(WARM_AFTER, partial(_start_warm, screen, runtime))
+
+
+def _prepare(screen: Screen[Any]) -> None:
+    screen.run_worker(prepare_first_turn, group="warm", thread=True, exit_on_error=False)
+
+
+def prepare_first_turn() -> None:
+    """In a worker thread: import what wiring continuity needs (the first request, or
+    `runtime.complete` 0.1 s on, would import it on the loop), then set up what the first
+    streamed reply draws with."""
+    import engine.continuity  # noqa: F401  (imported is the point)
+    import engine.continuity.capture  # noqa: F401
+    from tui.live.markdown import LiveMarkdown
+    from tui.widgets import assistant_message  # noqa: F401  (imported is the point)
+
+    LiveMarkdown("`x` *y*\n\n```\nz\n```\n")  # the parser, made once, and its rules
+    code_lexers.build_common()
 
 
 def _highlight(screen: Screen[Any]) -> None:

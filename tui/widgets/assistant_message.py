@@ -6,7 +6,8 @@ and, if none is armed, arms the frame's timer. A frame reads the text
 written since the last one into the reply's rows (tui.live): finished
 blocks are drawn once and kept, a code block's lines are lexed and drawn
 about once each, a long paragraph's rows are kept once they cannot change,
-so a frame costs about the text it adds, however long the reply. The
+so a frame costs about the text it adds, however long the reply, and only
+the rows that text changed are drawn again (Textual keeps the others). The
 widget's height is a count of rows, no child is ever mounted, and a row is
 drawn when it is shown. A language whose Pygments lexer is not built yet is
 drawn plain until a worker thread has built it. Once the log holds the
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from rich.markdown import Markdown as RichMarkdown
 from textual import getters
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.style import Style as VisualStyle
 from textual.timer import Timer
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 from engine.util.safe_text import SafeStream, safe_text
 from tui import code_lexers
 from tui.drawn_lines import DrawnReply
+from tui.live import collection
 from tui.live.markdown import Draw, Render
 from tui.live.reply import FREEZE_CHARS, LiveReply
 from tui.typed import TypingApp
@@ -66,6 +68,9 @@ NOW = 0.001
 """Seconds before a frame that is due at once."""
 FRAME_WAIT = 1.0
 """Seconds the end waits, at most, for the frame showing the whole streamed text."""
+SPARE_ROWS = 4
+"""Rows past the reply's end repainted with the rows that changed (its bottom padding
+moves as it grows)."""
 LEXERS = "building-lexers"
 """Worker group that builds the lexers of languages the reply draws plain meanwhile."""
 
@@ -96,6 +101,10 @@ class AssistantMessage(PastReply):
         """Languages whose lexers a worker is building."""
         self._streamed = False
         self._finished = False
+        self._holding = False
+        """This reply holds full collections off (tui.live.collection) while it streams."""
+        self._repaint: Region | None = None
+        """The rows the last read changed, marked dirty (in content coordinates)."""
 
     @property
     def text(self) -> str:
@@ -134,6 +143,9 @@ class AssistantMessage(PastReply):
         self._pending.append(fragment)
         self._pending_chars += len(fragment)
         self._streamed = True
+        if not self._holding:
+            self._holding = True
+            collection.hold_full()
         if self._frame is None and not self._busy:
             self._frame = self.set_timer(FRAME, self._draw, name="reply frame")
         elif self._held and self._pending_chars >= HELD_CHARS and self._frame is not None:
@@ -180,22 +192,35 @@ class AssistantMessage(PastReply):
     def _show_pending(self) -> None:
         """Hand what was written since the last frame to the streamed rows.
 
-        Nothing is read or drawn here: the layout that follows measures the
-        reply, which reads the new text, and drawing uses the rows it kept.
+        At the width the reply has, the text is read now and only the rows it
+        changed are repainted (and the layout asked for if the height moved);
+        before the first layout, the layout reads it.
         """
-        if self._live is None:
-            self._live = LiveReply(Draw(0, lambda renderable: []))
-        self._live.feed("".join(self._pending))
+        live = self._live
+        if live is None:
+            live = self._live = LiveReply(Draw(0, lambda renderable: []))
+        live.feed("".join(self._pending))
         self._pending.clear()
         self._pending_chars = 0
         self._streaming = True
-        self.refresh(layout=True)
+        width = self.size.width
+        if not width or live.draw.width != width:
+            self.refresh(layout=True)
+            return
+        height = live.height
+        self._repaint = None
+        self._live_at(width)
+        rows = self._repaint
+        self._repaint = None
+        if rows is not None or live.height != height:
+            self.refresh(*(() if rows is None else (rows,)), layout=live.height != height)
 
     def _live_at(self, width: int) -> LiveReply:
         """The streamed rows at `width` and the current style, with the new text read."""
         live = self._live
         assert live is not None
         style = self.visual_style
+        height = live.height
         changed = live.draw.width != width or live.draw.key != style
         if changed:
             live.resize(Draw(width, self._renderer(width, style), style))
@@ -204,7 +229,19 @@ class AssistantMessage(PastReply):
             if wanted:
                 self._building |= wanted
                 self.run_worker(self._build_lexers(wanted), group=LEXERS, exit_on_error=False)
+            self._mark_rows(live, height)
         return live
+
+    def _mark_rows(self, live: LiveReply, height: int) -> None:
+        """Mark the rows the last read changed dirty, so only they are drawn again (the
+        others stay in Textual's cache of this widget's lines)."""
+        first = live.take_changed()
+        if first is None:
+            return
+        end = max(height, live.height) + SPARE_ROWS
+        rows = Region(0, first, max(live.draw.width, self.outer_size.width), end - first)
+        self._set_dirty(rows)
+        self._repaint = rows if self._repaint is None else self._repaint.union(rows)
 
     def _renderer(self, width: int, style: VisualStyle) -> Render:
         def render(renderable: ConsoleRenderable) -> list[Strip]:
@@ -243,6 +280,10 @@ class AssistantMessage(PastReply):
     ) -> bool:
         # The layout that resized this widget has placed it already: setting its virtual
         # size as a layout reactive would only ask for a second, identical layout.
+        if self._streaming and self._live is not None and size.width == self._size.width:
+            # A new height alone: the rows the new text changed were marked dirty as they
+            # were read (`_mark_rows`); the rest of the widget's lines stay cached.
+            self._size = size
         return super()._size_updated(size, virtual_size, container_size, layout=False)
 
     def _drawn(self, started: float) -> None:
@@ -251,6 +292,15 @@ class AssistantMessage(PastReply):
         if self._pending and not self._finished and self._frame is None:
             cost = time.monotonic() - started
             self._frame = self.set_timer(max(FRAME, cost), self._draw, name="reply frame")
+
+    def _release(self) -> None:
+        if self._holding:
+            self._holding = False
+            collection.release_full()
+
+    def on_unmount(self) -> None:
+        """Removed while streaming (a pruned or cleared transcript): its hold ends too."""
+        self._release()
 
     async def _next_frame(self) -> None:
         """Until the screen has drawn what is shown now (the app's queue: this widget may
@@ -305,6 +355,7 @@ class AssistantMessage(PastReply):
             self.add_class("-cancelled")
         if interrupted:
             self.add_class("-interrupted")
+        self._release()  # once its final rows are in: a full collection may follow
 
 
 def _render_whole(
