@@ -27,6 +27,7 @@ from engine.events import (
     CompactSummary,
     EndSeed,
     LogEvent,
+    SessionRewind,
     ToolResult,
     TurnEnd,
     TurnStart,
@@ -69,7 +70,10 @@ def for_log(log: SessionLog) -> Surface:
     """The surface of the log's line: from the resume index the log opened from, when it
     stands for it (its entries read when first used), else replayed from the events."""
     head = _head(log)
-    if head is None or log.kept is None:
+    after = log.file_events[head.events :] if head is not None else []
+    if head is None or log.kept is None or any(type(e) is SessionRewind for e in after):
+        # A rewind since the index was kept (a /retry undone as the thread opened): the
+        # kept rows stand for another line.
         return Surface.from_events(log.events)
     surface = Surface()
     surface.version, surface.reshapes = head.version, head.reshapes
@@ -77,7 +81,7 @@ def for_log(log: SessionLog) -> Surface:
     surface._turn = head.turn
     surface._replacements = dict(head.replacements)
     surface._pending = _Kept(log, log.kept, head)
-    for event in log.file_events[head.events :]:  # what came after (held: the open read it)
+    for event in after:  # what came after (held: the open read it)
         surface.apply(event)
     return surface
 
