@@ -329,6 +329,8 @@ class Transcript(VerticalScroll):
             self._output_arrives()
             self._reply = _assistant_message()()
             self.mount(self._reply)
+        elif self.marker is not None and not self.marker.display and not self.at_end:
+            self._show_marker(True)  # the reply grows below a view the user scrolled up
         self._reply.write(text)
 
     def notice(self, text: str, variant: str = "") -> Notice:
@@ -385,6 +387,32 @@ class Transcript(VerticalScroll):
 
     def action_scroll_end(self) -> None:
         self.jump_to_end()
+
+    def scroll_key(self, action: str) -> None:
+        """A scroll key pressed elsewhere (the prompt): as if the transcript had the focus."""
+        if action == "page_up":
+            self.action_page_up()
+        elif action == "page_down":
+            self.action_page_down()
+        elif action == "scroll_start":
+            self.jump_to_start()
+        elif action == "scroll_end":
+            self.jump_to_end()
+
+    def jump_to_start(self) -> None:
+        """Show the thread's first messages (Ctrl+Home), wherever the window was."""
+        if self._start > 0:
+            self.remove_children()
+            self._reply = None
+            self._thinking = None
+            self._fill_to = None
+            self._start = self._end = 0
+            self._interrupted = False
+            # Results come after their calls: the chunk's own are built with it.
+            self._results, self._indexed_from = {}, 0
+            self.load_newer()
+        self.release_anchor()
+        self.scroll_home(animate=False)
 
     # -- the window over the log -------------------------------------------------------
     #
