@@ -96,3 +96,89 @@ async def test_the_new_output_line_shows_while_a_reply_streams_below_the_view(ap
         assert marker.display and not transcript.at_end
         await pilot.press("ctrl+end")
         await until(pilot, lambda: transcript.at_end and not marker.display)
+
+
+def _top_line(transcript: Transcript) -> tuple[object, int]:
+    """The widget at the top row of the transcript's view, and how far above (or below)
+    that row its first line is: what the user reads there."""
+    from tui.widgets.load_button import LoadButton
+
+    top = transcript.scroll_y
+    for widget in transcript._content():
+        region = widget.virtual_region
+        if region.bottom > top and region.height and not isinstance(widget, LoadButton):
+            return widget, region.y - int(top)
+    raise AssertionError("nothing is shown")
+
+
+async def test_loading_earlier_keeps_the_line_being_read_and_mounts_a_slice_a_frame(
+    app_factory, tmp_path, monkeypatch
+):
+    import tui.widgets.transcript as transcript_module
+
+    monkeypatch.setattr(transcript_module, "CHUNK", 60)
+    app = _long_thread(app_factory, tmp_path, 400)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        transcript = app.query_one(Transcript)
+        batches: list[int] = []
+        mount_all = transcript.mount_all
+
+        def counted(widgets, *args, **kwargs):
+            widgets = list(widgets)
+            batches.append(len(widgets))
+            return mount_all(widgets, *args, **kwargs)
+
+        monkeypatch.setattr(transcript, "mount_all", counted)
+        transcript.scroll_to(y=3, animate=False, immediate=True)
+        await until(pilot, lambda: transcript.scroll_y == 3)
+        read = _top_line(transcript)
+        start = transcript._start
+        transcript.load_earlier()
+        assert transcript._start == start  # nothing is built on the caller's turn
+        while transcript.finishing():
+            await pilot.pause()
+            assert _top_line(transcript) == read  # at every frame, not only at the end
+        await settle(pilot)
+        assert transcript._start == start - 60
+        assert _top_line(transcript) == read
+        assert transcript.scroll_y > 3  # the earlier messages are above, out of view
+        assert batches and max(batches) <= transcript_module.SLICE
+
+
+async def test_paging_back_and_forth_releases_widgets_past_the_mark_at_both_ends(
+    app_factory, tmp_path, monkeypatch
+):
+    """PageUp held from the prompt walks back to the first message, the window never
+    holding more than the mark; the newest are released and PageDown brings them back."""
+    import tui.widgets.transcript as transcript_module
+
+    monkeypatch.setattr(transcript_module, "HIGH_WATER", 40)
+    monkeypatch.setattr(transcript_module, "CHUNK", 30)
+    app = _long_thread(app_factory, tmp_path, 300)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        transcript = app.query_one(Transcript)
+
+        def texts() -> list[str]:
+            return [w.text for w in transcript._content() if hasattr(w, "text")]
+
+        most = 0
+        for _ in range(400):
+            if texts()[0] == "message 0" and transcript.scroll_y == 0:
+                break
+            await pilot.press("pageup")
+            most = max(most, len(transcript._content()))
+        assert texts()[0] == "message 0" and transcript.scroll_y == 0
+        assert most <= 40 + transcript_module.SLICE
+        assert "message 299" not in texts() and transcript.query("#load-newer")
+        assert len(transcript._tools) + len(transcript._checkpoints) <= len(texts())
+        for _ in range(400):
+            if texts()[-1] == "message 299" and transcript.at_end:
+                break
+            await pilot.press("pagedown")
+            most = max(most, len(transcript._content()))
+        assert texts()[-1] == "message 299" and transcript.at_end
+        assert "message 0" not in texts() and transcript.query("#load-earlier")
+        assert most <= 40 + transcript_module.SLICE
+        assert app.query_one(PromptInput).has_focus
