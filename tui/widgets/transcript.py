@@ -17,6 +17,7 @@ import asyncio
 from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
+from textual.actions import SkipAction
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.geometry import Size
@@ -42,8 +43,9 @@ from tui.widgets.tool_block import ToolBlock
 if TYPE_CHECKING:
     from tui.widgets.assistant_message import AssistantMessage
 
-HIGH_WATER = 400
-"""Widgets kept mounted; beyond this the oldest are pruned."""
+HIGH_WATER = 200
+"""Widgets kept mounted; beyond this the farthest from the view are pruned (each layout
+places every one of them)."""
 CHUNK = 150
 """Events rendered per "load earlier" step and on opening a thread."""
 FILL_STEP = 24
@@ -643,13 +645,22 @@ class Transcript(VerticalScroll):
         if self._reach_ends(way):
             self._by_scroll = way
 
+    # Pages move at once, neither animated nor after the next refresh (Textual's way):
+    # a held key repeats faster than an animation ends, and a move computed before a
+    # refresh would undo what scroll anchoring moved in it.
+
     def action_page_up(self) -> None:
-        super().action_page_up()
-        self._scrolled(-1)
+        self._page(-1)
 
     def action_page_down(self) -> None:
-        super().action_page_down()
-        self._scrolled(1)
+        self._page(1)
+
+    def _page(self, way: int) -> None:
+        if not self.allow_vertical_scroll:
+            raise SkipAction()
+        page = self.scrollable_content_region.height
+        self.scroll_to(y=self.scroll_y + way * page, animate=False, immediate=True)
+        self._scrolled(way)
 
     def action_scroll_up(self) -> None:
         super().action_scroll_up()
@@ -722,12 +733,19 @@ class Transcript(VerticalScroll):
                     del self._checkpoints[start]
 
     def _earlier_button(self) -> LoadButton | None:
-        found = self.query("#load-earlier")
-        return found.first(LoadButton) if found else None
+        # The first child when there is one: a query would walk every widget mounted.
+        return self._button(0, "load-earlier")
 
     def _newer_button(self) -> LoadButton | None:
-        found = self.query("#load-newer")
-        return found.first(LoadButton) if found else None
+        return self._button(-1, "load-newer")
+
+    def _button(self, at: int, name: str) -> LoadButton | None:
+        children = self._nodes
+        if children:
+            found = children[at]
+            if isinstance(found, LoadButton) and found.id == name:
+                return found
+        return None
 
     def _update_buttons(self) -> None:
         earlier, newer = self._earlier_button(), self._newer_button()
