@@ -61,6 +61,8 @@ FILLING = "filling-chunk"
 SLICE = 6
 """Events mounted per frame while the window grows (a reply is laid out when mounted:
 a whole chunk at once would hold the loop for a tenth of a second or more)."""
+RESULT_REACH = 32
+"""Events past the window's start still searched for a result of a call built before it."""
 NEAR = 2.0
 """Screens from an end of the window at which scrolling towards it loads more."""
 GROWING = "growing-window"
@@ -718,6 +720,10 @@ class Transcript(VerticalScroll):
             if origin is not None:
                 self._end = min(self._end, origin - 1)
             self.anchor(False)
+            # Results are looked up only for calls built before the window from now on: the
+            # index restarts a little past its start, so it never holds the whole thread's.
+            self._results = {}
+            self._indexed_from = min(len(self.events), self._start + RESULT_REACH)
         for widget in doomed:
             self._forget(widget)
             widget.remove()
