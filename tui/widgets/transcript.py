@@ -156,6 +156,8 @@ class Transcript(VerticalScroll):
         self._arranged: DockArrangeResult | None = None
         """The last arrangement of the children (see `arrange`)."""
         self._grower: Worker[None] | None = None
+        self._ahead: tuple[int, list[LogEvent]] = (0, [])
+        """Events read off the loop for the window to grow into: (the first's index, them)."""
         self._by_scroll = 0
         """The window grows because the user scrolled near an end of it (-1: the earlier
         end, 1: the newer one): it goes on that way while the view stays near there."""
@@ -304,7 +306,7 @@ class Transcript(VerticalScroll):
         begin = self._building
         if begin < self._indexed_from:
             results = self._results
-            for event in reversed(self.events[begin : self._indexed_from]):
+            for event in reversed(self._read(begin, self._indexed_from)):
                 if isinstance(event, ev.ToolResult):
                     results.setdefault(event.call_id, event.content)  # the later one stands
             self._indexed_from = begin
@@ -471,7 +473,7 @@ class Transcript(VerticalScroll):
     def _build_range(self, begin: int, end: int) -> list[Widget]:
         self._building = begin
         try:
-            events = self.events[begin:end]  # older ones are read from the log's file
+            events = self._read(begin, end)
         except LogCorruptError as exc:  # damaged since the thread was opened from its end
             said = f"Earlier messages could not be read: {exc}"
             self.notify(said, severity="error", markup=False)
@@ -492,6 +494,7 @@ class Transcript(VerticalScroll):
         """
         self.kept = kept or {}
         self.events = ShownEvents(events)
+        self._ahead = (0, [])
         self._thinking = None  # its widget went with the children: it streams no more here
         self._results = {}
         self._indexed_from = len(self.events)
@@ -587,9 +590,40 @@ class Transcript(VerticalScroll):
             self._grower = self.run_worker(self._growing(), group=GROWING, exit_on_error=False)
 
     async def _growing(self) -> None:
-        while self._grow_step():
+        while True:
+            await self._read_ahead()
+            if not self._grow_step():
+                break
             await self.wait_for_refresh()
         self._by_scroll = 0
+
+    def _read(self, begin: int, end: int) -> list[LogEvent]:
+        """Events [begin, end): from what was read ahead, else from the log (older ones
+        from its file)."""
+        first, ahead = self._ahead
+        if first <= begin and end <= first + len(ahead):
+            return ahead[begin - first : end - first]
+        return self.events[begin:end]
+
+    async def _read_ahead(self) -> None:
+        """Read the events the window grows into next in a thread: the log's file is
+        not read on the loop (a result may follow its call: a little past the start too)."""
+        if self._earlier_to is not None and self._fill_to is None:
+            first, end = self._earlier_to, min(len(self.events), self._start + RESULT_REACH)
+        elif self._earlier_to is None and self._newer_to is not None:
+            first, end = self._end, self._newer_to
+        else:
+            return
+        had, ahead = self._ahead
+        if had <= first and end <= had + len(ahead):
+            return
+        events = self.events
+        try:
+            read = await asyncio.to_thread(events.__getitem__, slice(first, end))
+        except LogCorruptError:
+            return  # building the slice reads it again and says so
+        if events is self.events:  # not another thread's, opened meanwhile
+            self._ahead = (first, read)
 
     def _grow_step(self) -> bool:
         """Mount one slice of what the window grows by; False once it has it all."""
