@@ -46,3 +46,12 @@ class OpenThread(Message):
 
 class CloseInspector(Message):
     """Esc in the archive inspector: hide it."""
+
+
+class ScrollTranscript(Message):
+    """A scroll key pressed in the prompt, for the transcript (`action`: one of its
+    scroll actions, e.g. "page_up")."""
+
+    def __init__(self, action: str) -> None:
+        super().__init__()
+        self.action = action

@@ -272,13 +272,13 @@ async def test_transcript_window_stays_bounded_both_ways(app_factory, monkeypatc
         assert shown()[-1] == "message 199" and len(shown()) == 29  # 30 events, one end-seed
         for _ in range(4):
             transcript.load_earlier()
-            await pilot.pause()
+            await settle(pilot)  # the window grows a slice a frame
         assert len(shown()) <= 40
         assert shown()[0] == "message 51"  # four chunks of 30 before the first 30 events
         assert transcript.query("#load-newer")  # the newest were dropped, reachable again
         while transcript.query("#load-newer"):
             transcript.load_newer()
-            await pilot.pause()
+            await settle(pilot)
         assert shown()[-1] == "message 199" and len(shown()) <= 40
         assert transcript.is_anchored
 

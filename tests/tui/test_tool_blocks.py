@@ -138,7 +138,7 @@ async def test_a_result_in_a_later_chunk_than_its_call_is_matched_by_id(
         await settle(pilot)
         assert not app.query(ToolBlock)
         app.query_one(Transcript).load_earlier()
-        await pilot.pause()
+        await settle(pilot)  # the window grows a slice a frame
         block = app.query_one(ToolBlock)
         assert block.result is not None and block.result_line().startswith("✓ ok")
 

@@ -39,7 +39,10 @@ async def test_the_newest_screenful_comes_first_then_the_chunk_above_it(app_fact
         assert shown() == everything[-(chunk - 1) :]
 
 
-async def test_loading_earlier_while_the_chunk_fills_keeps_the_log_order(app_factory, tmp_path):
+async def test_loading_earlier_while_the_chunk_fills_keeps_the_log_order(
+    app_factory, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(transcript_module, "HIGH_WATER", 400)  # two chunks, none pruned
     _long_thread(tmp_path / "home", "t-fill-early", 400)
     app = app_factory()
     app.start_thread = "t-fill-early"

@@ -39,6 +39,7 @@ from tui.messages import (
     PromptSubmitted,
     QueueItemEdit,
     QueueItemRemove,
+    ScrollTranscript,
 )
 from tui.screens.cancel_keys import CancelKeys
 from tui.screens.chat_settings import ChatSettings
@@ -296,6 +297,11 @@ class ChatScreen(Screen[None]):
     def _jump(self, message: NewOutputMarker.Jump) -> None:
         message.stop()
         self.query_one(Transcript).jump_to_end()
+
+    @on(ScrollTranscript)
+    def _scroll_transcript(self, message: ScrollTranscript) -> None:
+        message.stop()
+        self.query_one(Transcript).scroll_key(message.action)
 
     def on_key(self, event: events.Key) -> None:
         self._strays.key(event)

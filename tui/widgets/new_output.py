@@ -1,7 +1,7 @@
 """The "↓ new messages" line under a transcript the user scrolled away from the end of.
 
 The transcript never pulls the view down while someone reads back; this line
-says that output arrived meanwhile. Clicking it (or End in the transcript)
+says that output arrived meanwhile. Clicking it (or Ctrl+End; End in the transcript)
 jumps to the end and follows again.
 """
 
@@ -11,7 +11,7 @@ from textual import events
 from textual.message import Message
 from textual.widgets import Static
 
-LABEL = "↓ new messages — click or press End to jump to them"
+LABEL = "↓ new messages — click or press Ctrl+End to jump to them"
 
 
 class NewOutputMarker(Static):

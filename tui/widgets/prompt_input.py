@@ -19,7 +19,7 @@ from textual.strip import Strip
 from textual.widgets import TextArea
 
 from engine.util.safe_text import safe_text
-from tui.messages import PromptSubmitted
+from tui.messages import PromptSubmitted, ScrollTranscript
 from tui.widgets.slash_menu import SlashMenu
 
 NEWLINE_KEYS = "shift+enter,ctrl+j"
@@ -93,6 +93,40 @@ class PromptInput(TextArea):
             show=False,
             priority=True,
             tooltip="close the / menu",
+        ),
+        # The transcript scrolls from the prompt: the prompt's own page keys would only
+        # move its cursor, and the focus need not leave the prompt to read back.
+        Binding(
+            "pageup",
+            "scroll_transcript('page_up')",
+            "Scroll up",
+            show=False,
+            priority=True,
+            tooltip="scroll the transcript a page up (earlier messages load as you reach them)",
+        ),
+        Binding(
+            "pagedown",
+            "scroll_transcript('page_down')",
+            "Scroll down",
+            show=False,
+            priority=True,
+            tooltip="scroll the transcript a page down",
+        ),
+        Binding(
+            "ctrl+home",
+            "scroll_transcript('scroll_start')",
+            "Top",
+            show=False,
+            priority=True,
+            tooltip="the transcript's first message (the thread's start)",
+        ),
+        Binding(
+            "ctrl+end",
+            "scroll_transcript('scroll_end')",
+            "Newest",
+            show=False,
+            priority=True,
+            tooltip="jump to the newest output",
         ),
         # The app's copy of the last reply, not TextArea's redo (still on Super+Y).
         Binding("ctrl+y", "app.copy_reply", show=False, priority=True),
@@ -275,6 +309,10 @@ class PromptInput(TextArea):
 
     def action_steer(self) -> None:
         self.call_later(self._submit, steer=True)
+
+    def action_scroll_transcript(self, action: str) -> None:
+        """Hand a scroll key to the transcript (the chat screen owns it)."""
+        self.post_message(ScrollTranscript(action))
 
     def action_eof(self) -> None:
         self.call_later(self._eof)

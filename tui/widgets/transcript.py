@@ -17,9 +17,12 @@ import asyncio
 from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
+from textual.actions import SkipAction
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.geometry import Size
+from textual.layout import DockArrangeResult
+from textual.scrollbar import ScrollBar
 from textual.widget import Widget
 from textual.worker import Worker
 
@@ -32,6 +35,7 @@ from tui.widgets.checkpoint_block import CheckpointBlock
 from tui.widgets.load_button import LoadButton
 from tui.widgets.new_output import NewOutputMarker
 from tui.widgets.readable_width import readable_padding
+from tui.widgets.scroll_anchor import anchor_shift
 from tui.widgets.shown_events import ShownEvents
 from tui.widgets.thinking_block import ThinkingBlock
 from tui.widgets.tool_block import ToolBlock
@@ -39,8 +43,9 @@ from tui.widgets.tool_block import ToolBlock
 if TYPE_CHECKING:
     from tui.widgets.assistant_message import AssistantMessage
 
-HIGH_WATER = 400
-"""Widgets kept mounted; beyond this the oldest are pruned."""
+HIGH_WATER = 200
+"""Widgets kept mounted; beyond this the farthest from the view are pruned (each layout
+places every one of them)."""
 CHUNK = 150
 """Events rendered per "load earlier" step and on opening a thread."""
 FILL_STEP = 24
@@ -53,6 +58,15 @@ FINISHING = "finishing-reply"
 """Worker group of replies whose final render is running."""
 FILLING = "filling-chunk"
 """Worker group that mounts the rest of the opening chunk after the first frame."""
+SLICE = 6
+"""Events mounted per frame while the window grows (a reply is laid out when mounted:
+a whole chunk at once would hold the loop for a tenth of a second or more)."""
+RESULT_REACH = 32
+"""Events past the window's start still searched for a result of a call built before it."""
+NEAR = 2.0
+"""Screens from an end of the window at which scrolling towards it loads more."""
+GROWING = "growing-window"
+"""Worker group that mounts earlier or newer events into the window, a slice a frame."""
 
 
 def _assistant_message() -> type[AssistantMessage]:
@@ -135,6 +149,18 @@ class Transcript(VerticalScroll):
         """`_interrupted` as it stood at the start of the opening chunk (for the fill)."""
         self.kept: Kept = {}
         """Replies' lines as the last session drew them, by seq (tui.drawn_lines)."""
+        self._earlier_to: int | None = None
+        """Where the window's start is being moved back to, a slice a frame (`_grow`)."""
+        self._newer_to: int | None = None
+        """Where the window's end is being moved on to, a slice a frame (`_grow`)."""
+        self._arranged: DockArrangeResult | None = None
+        """The last arrangement of the children (see `arrange`)."""
+        self._grower: Worker[None] | None = None
+        self._ahead: tuple[int, list[LogEvent]] = (0, [])
+        """Events read off the loop for the window to grow into: (the first's index, them)."""
+        self._by_scroll = 0
+        """The window grows because the user scrolled near an end of it (-1: the earlier
+        end, 1: the newer one): it goes on that way while the view stays near there."""
 
     def _size_updated(
         self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
@@ -146,6 +172,22 @@ class Transcript(VerticalScroll):
         # it (which also scrolled an anchored view to the end and sized the scrollbar):
         # as a layout reactive, the new size would ask for a second, identical layout.
         return super()._size_updated(size, virtual_size, container_size, layout=False)
+
+    def arrange(self, size: Size, optimal: bool = False) -> DockArrangeResult:
+        """The children's places; a view scrolled up keeps the line at its top where it
+        is when widgets come or go above it (tui.widgets.scroll_anchor)."""
+        arranged = super().arrange(size, optimal)
+        before, self._arranged = self._arranged, arranged
+        if before is None or before is arranged or (self._anchored and not self._anchor_released):
+            return arranged
+        shift = anchor_shift(before, arranged, self.scroll_y, (LoadButton,))
+        if shift:
+            y = max(0.0, self.scroll_y + shift)
+            # As the compositor moves an anchored view: before the placements use it.
+            self.set_reactive(Widget.scroll_y, y)
+            self.set_reactive(Widget.scroll_target_y, y)
+            self.vertical_scrollbar.set_reactive(ScrollBar.position, y)
+        return arranged
 
     # -- building widgets from events -------------------------------------------
 
@@ -264,7 +306,7 @@ class Transcript(VerticalScroll):
         begin = self._building
         if begin < self._indexed_from:
             results = self._results
-            for event in reversed(self.events[begin : self._indexed_from]):
+            for event in reversed(self._read(begin, self._indexed_from)):
                 if isinstance(event, ev.ToolResult):
                     results.setdefault(event.call_id, event.content)  # the later one stands
             self._indexed_from = begin
@@ -284,7 +326,7 @@ class Transcript(VerticalScroll):
         return [
             w
             for w in self.workers
-            if w.node is self and w.group in (FINISHING, FILLING) and not w.is_finished
+            if w.node is self and w.group in (FINISHING, FILLING, GROWING) and not w.is_finished
         ]
 
     # -- live ---------------------------------------------------------------------
@@ -329,6 +371,8 @@ class Transcript(VerticalScroll):
             self._output_arrives()
             self._reply = _assistant_message()()
             self.mount(self._reply)
+        elif self.marker is not None and not self.marker.display and not self.at_end:
+            self._show_marker(True)  # the reply grows below a view the user scrolled up
         self._reply.write(text)
 
     def notice(self, text: str, variant: str = "") -> Notice:
@@ -356,6 +400,8 @@ class Transcript(VerticalScroll):
         self.call_after_refresh(self._follow_if_at_end)
 
     def _follow_if_at_end(self) -> None:
+        if self._end < len(self.events):
+            return  # the end of the window, not of the log: nothing new shows there
         if self.at_end and self.scroll_target_y >= self.max_scroll_y - 1:
             self.anchor()
             self._show_marker(False)
@@ -386,6 +432,32 @@ class Transcript(VerticalScroll):
     def action_scroll_end(self) -> None:
         self.jump_to_end()
 
+    def scroll_key(self, action: str) -> None:
+        """A scroll key pressed elsewhere (the prompt): as if the transcript had the focus."""
+        if action == "page_up":
+            self.action_page_up()
+        elif action == "page_down":
+            self.action_page_down()
+        elif action == "scroll_start":
+            self.jump_to_start()
+        elif action == "scroll_end":
+            self.jump_to_end()
+
+    def jump_to_start(self) -> None:
+        """Show the thread's first messages (Ctrl+Home), wherever the window was."""
+        if self._start > 0:
+            self.remove_children()
+            self._reply = None
+            self._thinking = None
+            self._fill_to = None
+            self._start = self._end = 0
+            self._interrupted = False
+            # Results come after their calls: the chunk's own are built with it.
+            self._results, self._indexed_from = {}, 0
+            self.load_newer()
+        self.anchor(False)  # not following the end, even while the first slice fits
+        self.scroll_home(animate=False)
+
     # -- the window over the log -------------------------------------------------------
     #
     # Only events [_start, _end) of the log have widgets. Loading earlier
@@ -401,7 +473,7 @@ class Transcript(VerticalScroll):
     def _build_range(self, begin: int, end: int) -> list[Widget]:
         self._building = begin
         try:
-            events = self.events[begin:end]  # older ones are read from the log's file
+            events = self._read(begin, end)
         except LogCorruptError as exc:  # damaged since the thread was opened from its end
             said = f"Earlier messages could not be read: {exc}"
             self.notify(said, severity="error", markup=False)
@@ -422,6 +494,7 @@ class Transcript(VerticalScroll):
         """
         self.kept = kept or {}
         self.events = ShownEvents(events)
+        self._ahead = (0, [])
         self._thinking = None  # its widget went with the children: it streams no more here
         self._results = {}
         self._indexed_from = len(self.events)
@@ -488,27 +561,160 @@ class Transcript(VerticalScroll):
             self._fill_step(FILL_STEP)
 
     def load_earlier(self) -> None:
-        self._fill_step()  # the opening chunk first, so the order stays the log's
-        if self._start == 0:
+        """Move the window's start a chunk back (a chunk further if it is moving already):
+        the rest of the opening chunk first, so the order stays the log's."""
+        base = self._start if self._earlier_to is None else self._earlier_to
+        if self._fill_to is not None:
+            base = min(base, self._fill_to)
+        if base == 0 and self._fill_to is None and self._start == 0:
             return
-        begin = max(0, self._start - CHUNK)
-        widgets = self._build_range(begin, self._start)
-        self._start = begin
-        if widgets:
-            self.mount_all(widgets, after=self._earlier_button())
-        self._trim(top=False)
-        self._update_buttons()
+        self._earlier_to = max(0, base - CHUNK)
+        self._grow()
 
     def load_newer(self) -> None:
-        stop = min(len(self.events), self._end + CHUNK)
-        widgets = self._build_range(self._end, stop)
-        self._end = stop
-        if widgets:
-            self.mount_all(widgets, before=self._newer_button())
-        self._trim(top=True, force=True)
-        self._update_buttons()
-        if self._end >= len(self.events):
-            self.anchor()
+        """Move the window's end a chunk on (a chunk further if it is moving already)."""
+        base = self._end if self._newer_to is None else self._newer_to
+        if base >= len(self.events):
+            return
+        self._newer_to = min(len(self.events), base + CHUNK)
+        self._grow()
+
+    # -- growing the window a slice a frame -------------------------------------------
+    #
+    # Mounting a chunk at once lays out every reply in it in one frame. The window
+    # grows towards `_earlier_to` / `_newer_to` instead, SLICE events a frame, and
+    # scroll anchoring (`arrange`) keeps the line being read where it is meanwhile.
+
+    def _grow(self) -> None:
+        if self._grower is None or self._grower.is_finished:
+            self._grower = self.run_worker(self._growing(), group=GROWING, exit_on_error=False)
+
+    async def _growing(self) -> None:
+        while True:
+            await self._read_ahead()
+            if not self._grow_step():
+                break
+            await self.wait_for_refresh()
+        self._by_scroll = 0
+
+    def _read(self, begin: int, end: int) -> list[LogEvent]:
+        """Events [begin, end): from what was read ahead, else from the log (older ones
+        from its file)."""
+        first, ahead = self._ahead
+        if first <= begin and end <= first + len(ahead):
+            return ahead[begin - first : end - first]
+        return self.events[begin:end]
+
+    async def _read_ahead(self) -> None:
+        """Read the events the window grows into next in a thread: the log's file is
+        not read on the loop (a result may follow its call: a little past the start too)."""
+        if self._earlier_to is not None and self._fill_to is None:
+            first, end = self._earlier_to, min(len(self.events), self._start + RESULT_REACH)
+        elif self._earlier_to is None and self._newer_to is not None:
+            first, end = self._end, self._newer_to
+        else:
+            return
+        had, ahead = self._ahead
+        if had <= first and end <= had + len(ahead):
+            return
+        events = self.events
+        try:
+            read = await asyncio.to_thread(events.__getitem__, slice(first, end))
+        except LogCorruptError:
+            return  # building the slice reads it again and says so
+        if events is self.events:  # not another thread's, opened meanwhile
+            self._ahead = (first, read)
+
+    def _grow_step(self) -> bool:
+        """Mount one slice of what the window grows by; False once it has it all."""
+        if self._earlier_to is not None:
+            if self._fill_to is not None:
+                self._fill_step(SLICE)
+                return True
+            if self._start > self._earlier_to:
+                begin = max(self._earlier_to, self._start - SLICE)
+                widgets = self._build_range(begin, self._start)
+                self._start = begin
+                if widgets:
+                    self.mount_all(widgets, after=self._earlier_button())
+                self._trim(top=False)
+                self._update_buttons()
+                return True
+            self._earlier_to = None
+        if self._newer_to is not None:
+            if self._end < self._newer_to:
+                stop = min(self._newer_to, self._end + SLICE)
+                widgets = self._build_range(self._end, stop)
+                self._end = stop
+                if widgets:
+                    self.mount_all(widgets, before=self._newer_button())
+                self._trim(top=True, force=True)
+                self._update_buttons()
+                return True
+            self._newer_to = None
+            if self._end >= len(self.events):
+                # The log's end is in the window again: follow it once the user is there.
+                self._anchored = True
+                self._anchor_released = not self.at_end
+        return self._reach_ends(self._by_scroll)
+
+    def _reach_ends(self, way: int) -> bool:
+        """Scrolled (`way`: -1 up, 1 down) within NEAR screens of that end of the window
+        with more of the log beyond it: the window grows that way. True if it does."""
+        margin = self.size.height * NEAR
+        earlier = self._start > 0 or self._fill_to is not None
+        if way < 0 and earlier and self._earlier_to is None:
+            top = min(self.scroll_y, self.scroll_target_y)
+            if top <= margin:
+                self.load_earlier()
+                return True
+        if way > 0 and self._newer_to is None and self._end < len(self.events):
+            bottom = max(self.scroll_y, self.scroll_target_y)
+            if bottom >= self.max_scroll_y - margin:
+                self.load_newer()
+                return True
+        return False
+
+    def _scrolled(self, way: int) -> None:
+        """The user scrolled (-1 up, 1 down): near that end of the window, it grows (and
+        goes on growing while the view stays near there)."""
+        if self._reach_ends(way):
+            self._by_scroll = way
+
+    # Pages move at once, neither animated nor after the next refresh (Textual's way):
+    # a held key repeats faster than an animation ends, and a move computed before a
+    # refresh would undo what scroll anchoring moved in it.
+
+    def action_page_up(self) -> None:
+        self._page(-1)
+
+    def action_page_down(self) -> None:
+        self._page(1)
+
+    def _page(self, way: int) -> None:
+        if not self.allow_vertical_scroll:
+            raise SkipAction()
+        page = self.scrollable_content_region.height
+        self.scroll_to(y=self.scroll_y + way * page, animate=False, immediate=True)
+        self._scrolled(way)
+
+    def action_scroll_up(self) -> None:
+        super().action_scroll_up()
+        self._scrolled(-1)
+
+    def action_scroll_down(self) -> None:
+        super().action_scroll_down()
+        self._scrolled(1)
+
+    def action_scroll_home(self) -> None:
+        super().action_scroll_home()
+        self._scrolled(-1)
+
+    def on_mouse_scroll_up(self) -> None:
+        self._scrolled(-1)
+
+    def on_mouse_scroll_down(self) -> None:
+        self._scrolled(1)
 
     def to_keep(self) -> list[DrawnReply]:
         """The lines of the replies the next open at this size builds before its first
@@ -548,17 +754,38 @@ class Transcript(VerticalScroll):
             if origin is not None:
                 self._end = min(self._end, origin - 1)
             self.anchor(False)
+            # Results are looked up only for calls built before the window from now on: the
+            # index restarts a little past its start, so it never holds the whole thread's.
+            self._results = {}
+            self._indexed_from = min(len(self.events), self._start + RESULT_REACH)
         for widget in doomed:
+            self._forget(widget)
             widget.remove()
         self._update_buttons()
 
+    def _forget(self, widget: Widget) -> None:
+        """Drop what refers to a widget pruned from the window, so it can be freed."""
+        if isinstance(widget, ToolBlock) and self._tools.get(widget.call_id) is widget:
+            del self._tools[widget.call_id]
+        elif isinstance(widget, CheckpointBlock):
+            for start, block in list(self._checkpoints.items()):
+                if block is widget:
+                    del self._checkpoints[start]
+
     def _earlier_button(self) -> LoadButton | None:
-        found = self.query("#load-earlier")
-        return found.first(LoadButton) if found else None
+        # The first child when there is one: a query would walk every widget mounted.
+        return self._button(0, "load-earlier")
 
     def _newer_button(self) -> LoadButton | None:
-        found = self.query("#load-newer")
-        return found.first(LoadButton) if found else None
+        return self._button(-1, "load-newer")
+
+    def _button(self, at: int, name: str) -> LoadButton | None:
+        children = self._nodes
+        if children:
+            found = children[at]
+            if isinstance(found, LoadButton) and found.id == name:
+                return found
+        return None
 
     def _update_buttons(self) -> None:
         earlier, newer = self._earlier_button(), self._newer_button()
