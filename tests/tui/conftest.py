@@ -20,6 +20,7 @@ from engine.config import Config, parse_config
 from engine.threads.thread import Thread
 from tests.support import client_for
 from tui.app import TroveApp
+from tui.live import collection
 from tui.widgets.key_footer import KeyFooter
 from tui.widgets.transcript import Transcript
 
@@ -150,3 +151,11 @@ def held_thread(tmp_path: Path) -> Iterator[Thread]:
         yield holder
     finally:
         holder.close()
+
+
+@pytest.fixture(autouse=True)
+def no_held_collections() -> Iterator[None]:
+    """Every app a test ran has let go of full collections by the time it is gone: a hold
+    left behind would keep this process's oldest generation from collecting."""
+    yield
+    assert not collection.holding(), "an app ended with full collections still held"

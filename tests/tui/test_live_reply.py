@@ -13,7 +13,7 @@ from engine import events as ev
 from engine.runtime.commands_replies import choose_copy
 from engine.util.safe_text import safe_text
 from tests.support import of_kind
-from tests.tui.conftest import say, settle
+from tests.tui.conftest import say, settle, type_text, until
 from tui.live import collection
 from tui.widgets.assistant_message import AssistantMessage
 from tui.widgets.chat_message import PastReply
@@ -127,3 +127,22 @@ async def test_a_turn_holds_full_collections_from_its_start_to_its_end(
         assert seen[-1] == ("release", False)
         assert not collection.holding()
         assert gc.get_threshold() == before
+
+
+async def test_an_app_closed_mid_turn_leaves_full_collections_as_they_were(
+    app_factory, server
+) -> None:
+    """The turn's hold and its streaming reply's end with the screen, not with the turn:
+    a closed app must not leave the process with full collections held."""
+    before = gc.get_threshold()
+    server.script(s.text(REPLY, hold=True))
+    app = app_factory()
+    async with app.run_test(size=(100, 48)) as pilot:
+        await settle(pilot)
+        await type_text(pilot, "tell me")
+        await pilot.press("enter")
+        await server.wait_requests(1)
+        await until(pilot, collection.holding)
+    server.release()
+    assert not collection.holding()
+    assert gc.get_threshold() == before

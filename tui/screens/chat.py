@@ -173,6 +173,10 @@ class ChatScreen(Screen[None]):
             self._bridge = None
         if self.runtime is runtime:
             self.runtime = None
+            self._view.release_hold()
+
+    def on_unmount(self) -> None:
+        self._view.release_hold()
 
     def _model_changed(self, backend: Backend) -> None:
         """/model switched the model: threads opened from now on use it."""

@@ -75,6 +75,11 @@ class ThreadView:
             self._turn_hold = False
             collection.release_full()
 
+    def release_hold(self) -> None:
+        """No turn will end here any more (its runtime detached, the screen gone): a turn's
+        hold ends with it, or the process keeps full collections held."""
+        self._hold(False)
+
     def show(self, runtime: Runtime, kept: Kept | None = None) -> None:
         """The thread's log so far (replies in `kept` drawn from the lines its last session
         kept: tui.drawn_lines), with what the user should know first; its unsent prompt
