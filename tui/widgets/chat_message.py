@@ -112,6 +112,11 @@ class PastReply(Static):
         self._kept = None
         return kept.strips()
 
+    def forget_lines(self) -> None:
+        """Pruned from the transcript: its lines are not drawn again (drawn anew if they are)."""
+        self._drawn_lines = None
+        self._kept = None
+
     def to_keep(self) -> drawn_lines.DrawnReply | None:
         """Its lines as drawn now, to be kept for the next open (None: nothing that may be
         kept: not drawn yet, drawn for another width, highlighted, or with plain code)."""

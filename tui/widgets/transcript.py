@@ -36,6 +36,7 @@ from tui.widgets.load_button import LoadButton
 from tui.widgets.new_output import NewOutputMarker
 from tui.widgets.readable_width import readable_padding
 from tui.widgets.scroll_anchor import anchor_shift
+from tui.widgets.scroll_hold import ScrollHold
 from tui.widgets.shown_events import ShownEvents
 from tui.widgets.thinking_block import ThinkingBlock
 from tui.widgets.tool_block import ToolBlock
@@ -158,6 +159,8 @@ class Transcript(VerticalScroll):
         self._grower: Worker[None] | None = None
         self._ahead: tuple[int, list[LogEvent]] = (0, [])
         """Events read off the loop for the window to grow into: (the first's index, them)."""
+        self._scroll_hold = ScrollHold(self, self._growing_now)
+        """Full collections held while the user scrolls (tui.widgets.scroll_hold)."""
         self._by_scroll = 0
         """The window grows because the user scrolled near an end of it (-1: the earlier
         end, 1: the newer one): it goes on that way while the view stays near there."""
@@ -675,9 +678,16 @@ class Transcript(VerticalScroll):
                 return True
         return False
 
+    def _growing_now(self) -> bool:
+        return self._earlier_to is not None or self._newer_to is not None
+
+    def on_unmount(self) -> None:
+        self._scroll_hold.end()
+
     def _scrolled(self, way: int) -> None:
         """The user scrolled (-1 up, 1 down): near that end of the window, it grows (and
         goes on growing while the view stays near there)."""
+        self._scroll_hold.touch()
         if self._reach_ends(way):
             self._by_scroll = way
 
@@ -765,6 +775,12 @@ class Transcript(VerticalScroll):
 
     def _forget(self, widget: Widget) -> None:
         """Drop what refers to a widget pruned from the window, so it can be freed."""
+        # Its drawn lines (and the lines the screen derived from them) go now, not when a
+        # full collection finds the widget: a pruned widget is in cycles with the app.
+        for node in widget.walk_children(Widget, with_self=True):
+            node._styles_cache.clear()
+            if isinstance(node, PastReply):
+                node.forget_lines()
         if isinstance(widget, ToolBlock) and self._tools.get(widget.call_id) is widget:
             del self._tools[widget.call_id]
         elif isinstance(widget, CheckpointBlock):
