@@ -36,7 +36,6 @@ from tui.widgets.load_button import LoadButton
 from tui.widgets.new_output import NewOutputMarker
 from tui.widgets.readable_width import readable_padding
 from tui.widgets.scroll_anchor import anchor_shift
-from tui.widgets.scroll_hold import ScrollHold
 from tui.widgets.shown_events import ShownEvents
 from tui.widgets.thinking_block import ThinkingBlock
 from tui.widgets.tool_block import ToolBlock
@@ -44,9 +43,9 @@ from tui.widgets.tool_block import ToolBlock
 if TYPE_CHECKING:
     from tui.widgets.assistant_message import AssistantMessage
 
-HIGH_WATER = 200
+HIGH_WATER = 100
 """Widgets kept mounted; beyond this the farthest from the view are pruned (each layout
-places every one of them)."""
+places every one of them, and every full garbage collection walks them and their lines)."""
 CHUNK = 150
 """Events rendered per "load earlier" step and on opening a thread."""
 FILL_STEP = 24
@@ -159,8 +158,6 @@ class Transcript(VerticalScroll):
         self._grower: Worker[None] | None = None
         self._ahead: tuple[int, list[LogEvent]] = (0, [])
         """Events read off the loop for the window to grow into: (the first's index, them)."""
-        self._scroll_hold = ScrollHold(self, self._growing_now)
-        """Full collections held while the user scrolls (tui.widgets.scroll_hold)."""
         self._by_scroll = 0
         """The window grows because the user scrolled near an end of it (-1: the earlier
         end, 1: the newer one): it goes on that way while the view stays near there."""
@@ -678,16 +675,9 @@ class Transcript(VerticalScroll):
                 return True
         return False
 
-    def _growing_now(self) -> bool:
-        return self._earlier_to is not None or self._newer_to is not None
-
-    def on_unmount(self) -> None:
-        self._scroll_hold.end()
-
     def _scrolled(self, way: int) -> None:
         """The user scrolled (-1 up, 1 down): near that end of the window, it grows (and
         goes on growing while the view stays near there)."""
-        self._scroll_hold.touch()
         if self._reach_ends(way):
             self._by_scroll = way
 

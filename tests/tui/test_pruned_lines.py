@@ -1,0 +1,50 @@
+"""A message pruned from the transcript's window lets go of its drawn lines at once.
+
+A pruned widget is in reference cycles with the app: only a full garbage collection
+frees it, and every one of them walked the lines it kept (and those the screen derived
+from them) meanwhile. Scrolling back prunes widgets all the time.
+"""
+
+from __future__ import annotations
+
+from engine import events as ev
+from tests.tui.conftest import settle
+from tui.widgets import transcript as transcript_module
+from tui.widgets.chat_message import PastReply
+from tui.widgets.transcript import Transcript
+
+REPLY = "A reply with **bold** text and a list:\n\n- one\n- two\n\n" + "word " * 40
+
+
+def _long_thread(app_factory, tmp_path, turns: int):
+    from engine.threads.thread import Thread
+
+    thread = Thread.create(tmp_path / "home", "local", "t-pruned")
+    for n in range(turns):
+        thread.log.append(ev.UserMessage(text=f"question {n}"))
+        thread.log.append(ev.AssistantMessage(content=f"{REPLY} {n}"))
+    thread.close()
+    app = app_factory()
+    app.start_thread = "t-pruned"
+    return app
+
+
+async def test_a_reply_pruned_from_the_window_lets_go_of_its_drawn_lines(
+    app_factory, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(transcript_module, "HIGH_WATER", 30)
+    monkeypatch.setattr(transcript_module, "CHUNK", 20)
+    app = _long_thread(app_factory, tmp_path, 80)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        transcript = app.query_one(Transcript)
+        newest = [w for w in transcript._content() if isinstance(w, PastReply)]
+        assert newest and all(w._drawn_lines is not None for w in newest[-3:])
+        for _ in range(200):
+            if all(not w.is_attached for w in newest):
+                break
+            await pilot.press("pageup")
+        await settle(pilot)
+        assert all(not w.is_attached for w in newest)
+        for reply in newest:
+            assert reply._drawn_lines is None and not reply._styles_cache._cache
