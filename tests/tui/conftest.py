@@ -8,7 +8,7 @@ tests/tui/__snapshots__, which is a link to the repository's snapshots/.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +139,19 @@ def app_factory(
         return make_app(tmp_path / "home", server, **kw)
 
     return factory
+
+
+def app_on_thread(
+    app_factory: Callable[..., TroveApp], home: Path, thread_id: str, events: Iterable[ev.LogEvent]
+) -> TroveApp:
+    """An app that opens thread `thread_id`, written (and closed) with `events` first."""
+    thread = Thread.create(home, "local", thread_id)
+    for event in events:
+        thread.log.append(event)
+    thread.close()
+    app = app_factory()
+    app.start_thread = thread_id
+    return app
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from them) meanwhile. Scrolling back prunes widgets all the time.
 from __future__ import annotations
 
 from engine import events as ev
-from tests.tui.conftest import settle
+from tests.tui.conftest import app_on_thread, settle
 from tui.widgets import transcript as transcript_module
 from tui.widgets.chat_message import PastReply
 from tui.widgets.transcript import Transcript
@@ -17,16 +17,12 @@ REPLY = "A reply with **bold** text and a list:\n\n- one\n- two\n\n" + "word " *
 
 
 def _long_thread(app_factory, tmp_path, turns: int):
-    from engine.threads.thread import Thread
-
-    thread = Thread.create(tmp_path / "home", "local", "t-pruned")
+    """An app that opens thread t-pruned, of `turns` questions each with its reply."""
+    events: list[ev.LogEvent] = []
     for n in range(turns):
-        thread.log.append(ev.UserMessage(text=f"question {n}"))
-        thread.log.append(ev.AssistantMessage(content=f"{REPLY} {n}"))
-    thread.close()
-    app = app_factory()
-    app.start_thread = "t-pruned"
-    return app
+        events.append(ev.UserMessage(text=f"question {n}"))
+        events.append(ev.AssistantMessage(content=f"{REPLY} {n}"))
+    return app_on_thread(app_factory, tmp_path / "home", "t-pruned", events)
 
 
 async def test_a_reply_pruned_from_the_window_lets_go_of_its_drawn_lines(

@@ -4,22 +4,15 @@ thread's start, Ctrl+End to the newest output; the focus and the draft stay in t
 from __future__ import annotations
 
 from engine import events as ev
-from tests.tui.conftest import settle, type_text, until
+from tests.tui.conftest import app_on_thread, settle, type_text, until
 from tui.widgets.prompt_input import PromptInput
 from tui.widgets.transcript import Transcript
 
 
 def _long_thread(app_factory, tmp_path, messages: int):
-    """An app that opens thread t-long, of `messages` user messages ("message 0", …)."""
-    from engine.threads.thread import Thread
-
-    thread = Thread.create(tmp_path / "home", "local", "t-scroll")
-    for n in range(messages):
-        thread.log.append(ev.UserMessage(text=f"message {n}"))
-    thread.close()
-    app = app_factory()
-    app.start_thread = "t-scroll"
-    return app
+    """An app that opens thread t-scroll, of `messages` user messages ("message 0", …)."""
+    events = (ev.UserMessage(text=f"message {n}") for n in range(messages))
+    return app_on_thread(app_factory, tmp_path / "home", "t-scroll", events)
 
 
 async def test_page_keys_in_the_prompt_scroll_the_transcript(app_factory, tmp_path):
