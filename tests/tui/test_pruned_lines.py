@@ -44,3 +44,34 @@ async def test_a_reply_pruned_from_the_window_lets_go_of_its_drawn_lines(
         assert all(not w.is_attached for w in newest)
         for reply in newest:
             assert reply._drawn_lines is None and not reply._styles_cache._cache
+
+
+def _text(widget) -> list[str]:
+    return [strip.text for strip in widget.render_lines(widget.size.region)]
+
+
+async def test_a_reply_scrolled_out_of_view_lets_go_of_the_screens_lines_and_draws_the_same_back(
+    app_factory, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(transcript_module, "HIGH_WATER", 1000)  # nothing pruned here
+    monkeypatch.setattr(transcript_module, "CHUNK", 20)
+    app = _long_thread(app_factory, tmp_path, 80)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        transcript = app.query_one(Transcript)
+        newest = [w for w in transcript._content() if isinstance(w, PastReply)][-1]
+        assert newest._styles_cache._cache  # drawn: it is on screen
+        drawn = _text(newest)
+        start = transcript._start
+        for _ in range(200):
+            if transcript._start < start:
+                break
+            await pilot.press("pageup")
+        await settle(pilot)
+        assert transcript._start < start and newest.is_attached
+        assert not newest._styles_cache._cache  # out of view: the screen's lines are gone
+        assert newest._drawn_lines is not None  # its own, to draw from when back in view
+        await pilot.press("ctrl+end")
+        await settle(pilot)
+        assert newest._styles_cache._cache
+        assert _text(newest) == drawn

@@ -627,6 +627,7 @@ class Transcript(VerticalScroll):
 
     def _grow_step(self) -> bool:
         """Mount one slice of what the window grows by; False once it has it all."""
+        self._release_unseen_lines()
         if self._earlier_to is not None:
             if self._fill_to is not None:
                 self._fill_step(SLICE)
@@ -762,6 +763,22 @@ class Transcript(VerticalScroll):
             self._forget(widget)
             widget.remove()
         self._update_buttons()
+
+    def _release_unseen_lines(self) -> None:
+        """Let go of the screen's drawn lines of messages out of view while the window grows.
+
+        Textual keeps each widget's last drawn lines (and what the screen cropped from
+        them) until the widget is drawn again; scrolling through a long thread leaves
+        most of the window's messages holding some, for every full collection to walk.
+        One that comes back into view is drawn again (a past reply from its own lines).
+        """
+        visible = self.screen._compositor.visible_widgets
+        for child in self._nodes:
+            if child in visible:
+                continue
+            for node in child.walk_children(Widget, with_self=True):
+                if node._styles_cache._cache:
+                    node._styles_cache.clear()
 
     def _forget(self, widget: Widget) -> None:
         """Drop what refers to a widget pruned from the window, so it can be freed."""
