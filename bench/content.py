@@ -21,6 +21,10 @@ client (bench/_terminal.py). Per reply and rate:
   many arrived); p95 and max, and the growth from the first quarter of the keys to the
   last (a cost that grows with the open block shows there).
 
+With TROVE_BENCH_SLOW_KEYS=1 in the environment, each reply's line also names its three
+slowest keys, when each was pressed (ms after the prompt was sent), and when the server
+wrote the first and the last token.
+
 --quick streams every reply at 2,000 and 10,000 tokens/s (where the lag target holds)
 and only python-4000 at 400. Figures are printed beside their targets (issue 27); a miss
 is printed as MISS, never asserted: this is a benchmark, not a test.
@@ -151,6 +155,10 @@ class Run:
     text_lag_ms: float | None = None
     echo_ms: list[float] = field(default_factory=list)
     """Per key pressed before the whole reply was on screen, in the order pressed."""
+    pressed_at_ms: list[float] = field(default_factory=list)
+    """When each of those keys was pressed: milliseconds after the prompt was sent."""
+    sent: float = 0.0
+    """When the prompt was sent (time.monotonic, the server's clock too)."""
     problem: str = ""
 
     @property
@@ -202,6 +210,7 @@ def run_one(tmux: Tmux, server: Server, app: list[str], env: dict[str, str], run
 
 
 def watch(tmux: Tmux, server: Server, run: Run) -> None:
+    sent = time.monotonic()
     tokens = len(split(reply(run.name)))
     deadline = time.monotonic() + tokens / run.rate + 60
     pressed: list[float] = []
@@ -252,6 +261,8 @@ def watch(tmux: Tmux, server: Server, run: Run) -> None:
     run.lag_ms = (whole - last_token) * 1000
     run.text_lag_ms = (texts[-1][0] - last_token) * 1000
     run.echo_ms = [(e - p) * 1000 for p, e in zip(pressed, echoed, strict=True) if p <= whole]
+    run.pressed_at_ms = [(p - sent) * 1000 for p in pressed if p <= whole]
+    run.sent = sent
 
 
 def pct(values: Sequence[float], q: float) -> float:
@@ -278,6 +289,13 @@ def detail(run: Run) -> str:
         out += (
             f"; {len(keys)} keys p50 {pct(keys, 0.5):.0f} p95 {pct(keys, 0.95):.0f} "
             f"max {max(keys):.0f} ms" + (f", growth {growth:+.0f} ms" if growth is not None else "")
+        )
+    if keys and os.environ.get("TROVE_BENCH_SLOW_KEYS"):
+        slow = sorted(zip(keys, run.pressed_at_ms, strict=True), reverse=True)[:3]
+        out += "; slowest keys: " + ", ".join(f"{ms:.0f} ms at +{at:.0f}" for ms, at in slow)
+        out += (
+            f" (tokens from +{(s['first'] - run.sent) * 1000:.0f}"
+            f" to +{(s['last'] - run.sent) * 1000:.0f} ms)"
         )
     return out + (f"  ({run.problem})" if run.problem else "")
 
