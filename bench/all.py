@@ -26,6 +26,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 ORDER = (
     "tui",
+    "request_cost",
     "content",
     "scroll",
     "log_replay",

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -107,6 +108,40 @@ async def test_empty_tools_not_sent_and_max_tokens_sent(server: ScriptedServer) 
     assert "tools" not in body
     # No key configured: a placeholder still lets the request go out.
     assert server.request_headers[0]["authorization"].startswith("Bearer ")
+
+
+async def test_the_history_goes_out_as_given_without_the_sdks_per_message_transform(
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK's typed transform walks each message on the UI loop: a cost per request
+    that grows with the thread. The history and tools bypass it, and arrive unchanged;
+    the configured extra body still goes out beside them."""
+    from openai.resources.chat.completions import completions as sdk
+
+    transformed: list[Any] = []
+    original = sdk.async_maybe_transform
+
+    async def spy(data: Any, expected_type: Any) -> Any:
+        transformed.append(data)
+        return await original(data, expected_type)
+
+    monkeypatch.setattr(sdk, "async_maybe_transform", spy)
+    history = [MESSAGES[0]] + [
+        {"role": "user" if n % 2 == 0 else "assistant", "content": f"turn {n} ünïcode"}
+        for n in range(500)
+    ]
+    tools = [{"type": "function", "function": {"name": "task_note", "parameters": {}}}]
+    mc = ModelClient(
+        base_url=server.base_url, api_key="k", model="m", extra_body={"repeat_penalty": 1.1}
+    )
+    try:
+        await mc.complete(history, tools=tools)
+    finally:
+        await mc.aclose()
+    body = server.requests[0]
+    assert body["messages"] == history and body["tools"] == tools
+    assert body["stream_options"] == {"include_usage": True} and body["repeat_penalty"] == 1.1
+    assert transformed and all(not data.get("messages") for data in transformed)
 
 
 async def test_echo_when_script_is_empty(server: ScriptedServer, client: ModelClient) -> None:

@@ -180,18 +180,20 @@ class ModelClient:
         assert self._client is not None
         oa = self._openai
         name = model or self.model
+        # The history and the tools go out as they are, in `extra_body`: they are wire-ready
+        # dicts already, and the SDK's typed transform of `messages` walks every message on
+        # the UI loop, a cost per request that grows with the thread (bench/request_cost.py).
+        wire: dict[str, Any] = {"messages": messages, "stream_options": {"include_usage": True}}
+        if tools:
+            wire["tools"] = tools
         kwargs: dict[str, Any] = {
             "model": name,
-            "messages": messages,
+            "messages": [],
             "stream": True,
-            "stream_options": {"include_usage": True},
+            "extra_body": {**wire, **(self.extra_body or {})},
         }
-        if tools:
-            kwargs["tools"] = tools
         if self.max_tokens is not None:
             kwargs["max_tokens"] = self.max_tokens
-        if self.extra_body:
-            kwargs["extra_body"] = self.extra_body
 
         reader = StreamReader(served_model=name)
         started = False
