@@ -39,7 +39,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tui.drawn_lines",
         "tui.ui_state",
     ),
-    ("tui.startup.collection", "tui.startup.opening"),
+    ("tui.startup.collection", "tui.startup.geometry_caches", "tui.startup.opening"),
     ("tui.live",),
     ("tui.widgets",),
     ("tui.inspector",),
