@@ -39,6 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._loop_stall import LoopStall  # noqa: E402
 from engine.config import TaskContinuityConfig  # noqa: E402
 from engine.continuity.archive.extract import source_id  # noqa: E402
 from engine.continuity.archive.records import Source  # noqa: E402
@@ -103,24 +104,11 @@ def verdict(seconds: float, target_ms: float) -> str:
 
 async def offloaded(store: ArchiveStore, key: int, records: list[Source]) -> tuple[float, float]:
     """(capture seconds, longest loop stall seconds) for one capture through the app's path."""
-    stall = 0.0
-    done = False
-
-    async def probe() -> None:
-        nonlocal stall
-        while not done:
-            asked = time.perf_counter()
-            await asyncio.sleep(0.001)
-            stall = max(stall, time.perf_counter() - asked - 0.001)
-
-    watcher = asyncio.create_task(probe())
-    await asyncio.sleep(0.005)  # the probe is running before the capture starts
-    started = time.perf_counter()
-    await capture_offloaded(store, key, records)
-    took = time.perf_counter() - started
-    done = True
-    await watcher
-    return took, stall
+    async with LoopStall() as stall:
+        started = time.perf_counter()
+        await capture_offloaded(store, key, records)
+        took = time.perf_counter() - started
+    return took, stall.worst
 
 
 def pages(store: ArchiveStore) -> tuple[int, int]:

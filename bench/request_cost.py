@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 sys.path.insert(0, str(ROOT))
 
+from bench._loop_stall import LoopStall  # noqa: E402
 from devtools.replies import text  # noqa: E402
 from devtools.scripted_server import ScriptedServer  # noqa: E402
 from engine.model import ModelClient  # noqa: E402
@@ -59,24 +60,9 @@ def history(messages: int) -> list[dict[str, Any]]:
 
 async def longest_stall(client: ModelClient, messages: list[dict[str, Any]]) -> float:
     """The loop's longest stall (ms) while one request is sent and its reply read."""
-    worst = 0.0
-    done = False
-
-    async def probe() -> None:
-        nonlocal worst
-        while not done:
-            before = time.perf_counter()
-            await asyncio.sleep(0.001)
-            worst = max(worst, (time.perf_counter() - before - 0.001) * 1000)
-
-    task = asyncio.create_task(probe())
-    await asyncio.sleep(0.01)
-    try:
+    async with LoopStall() as stall:
         await client.complete(messages)
-    finally:
-        done = True
-        await task
-    return worst
+    return stall.worst * 1000
 
 
 async def sdk_transform_ms(messages: list[dict[str, Any]]) -> float:
