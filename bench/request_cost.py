@@ -5,10 +5,12 @@
 Each run sends one streamed request (a short scripted reply) through the real
 `ModelClient` and the real `openai` SDK to the scripted server over a real socket,
 with a history of N messages (user, assistant with a tool call, tool result; about
-the size of real turns), while a probe on the same loop sleeps 1 ms at a time. It
-prints the loop's longest stall during the request (the time a keystroke would wait)
-beside the UI loop's 16 ms budget, and the SDK's typed transform of the same history
-(what each request ran on the loop before Trove sent the history as it is) beside it.
+the size of real turns). The server runs in a process of its own, as a real one
+does (in this process its parse of a long body would hold the interpreter's lock).
+A probe on the same loop sleeps 1 ms at a time; the bench prints the loop's longest
+stall during the request (the time a keystroke would wait) beside the UI loop's
+16 ms budget, and the SDK's typed transform of the same history (what each request
+ran on the loop before Trove encoded the body itself) beside it.
 Figures are printed, never asserted.
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,8 +30,6 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"
 sys.path.insert(0, str(ROOT))
 
 from bench._loop_stall import LoopStall  # noqa: E402
-from devtools.replies import text  # noqa: E402
-from devtools.scripted_server import ScriptedServer  # noqa: E402
 from engine.model import ModelClient  # noqa: E402
 
 STALL_TARGET_MS = 16.0
@@ -77,17 +78,23 @@ async def sdk_transform_ms(messages: list[dict[str, Any]]) -> float:
 
 
 async def main_async(sizes: list[int], runs: int) -> None:
-    with ScriptedServer() as server:
-        client = ModelClient(base_url=server.base_url, api_key="k", model="scripted-model")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "devtools.scripted_server", "--reply-words", "3"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        base_url = server.stdout.readline().strip()
+        client = ModelClient(base_url=base_url, api_key="k", model="scripted-model")
         try:
-            server.script(text("warm"))
             await client.complete(history(3))  # the SDK imported and its client built
             print(f"one streamed request, by history length; median of {runs} runs")
             for size in sizes:
                 messages = history(size)
                 stalls = []
                 for _ in range(runs):
-                    server.script(text("fine, thanks"))
                     stalls.append(await longest_stall(client, messages))
                 transform = statistics.median([await sdk_transform_ms(messages) for _ in range(3)])
                 stall = statistics.median(stalls)
@@ -100,6 +107,9 @@ async def main_async(sizes: list[int], runs: int) -> None:
                 )
         finally:
             await client.aclose()
+    finally:
+        server.terminate()
+        server.wait()
 
 
 def main(argv: list[str] | None = None) -> int:

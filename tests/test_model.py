@@ -110,38 +110,72 @@ async def test_empty_tools_not_sent_and_max_tokens_sent(server: ScriptedServer) 
     assert server.request_headers[0]["authorization"].startswith("Bearer ")
 
 
-async def test_the_history_goes_out_as_given_without_the_sdks_per_message_transform(
+async def test_the_history_goes_out_as_given_encoded_by_trove_not_the_sdk(
     server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The SDK's typed transform walks each message on the UI loop: a cost per request
-    that grows with the thread. The history and tools bypass it, and arrive unchanged;
-    the configured extra body still goes out beside them."""
-    from openai.resources.chat.completions import completions as sdk
+    """The SDK's typed transform and its JSON encoding each walk every message on the
+    UI loop: a cost per request that grows with the thread. Trove encodes the body
+    itself; the history and tools arrive unchanged, the configured extra body beside them."""
+    from openai import _base_client
 
-    transformed: list[Any] = []
-    original = sdk.async_maybe_transform
+    seen: list[Any] = []
+    original = _base_client.openapi_dumps
 
-    async def spy(data: Any, expected_type: Any) -> Any:
-        transformed.append(data)
-        return await original(data, expected_type)
+    def spy(obj: Any) -> bytes:
+        seen.append(obj)
+        return original(obj)
 
-    monkeypatch.setattr(sdk, "async_maybe_transform", spy)
+    monkeypatch.setattr(_base_client, "openapi_dumps", spy)
     history = [MESSAGES[0]] + [
-        {"role": "user" if n % 2 == 0 else "assistant", "content": f"turn {n} ünïcode"}
+        {"role": "user" if n % 2 == 0 else "assistant", "content": f"turn {n} ünïcode \ud800"}
         for n in range(500)
     ]
     tools = [{"type": "function", "function": {"name": "task_note", "parameters": {}}}]
     mc = ModelClient(
-        base_url=server.base_url, api_key="k", model="m", extra_body={"repeat_penalty": 1.1}
+        base_url=server.base_url,
+        api_key="k",
+        model="m",
+        max_tokens=9,
+        extra_body={"repeat_penalty": 1.1, "max_tokens": 12},
     )
+    server.script(text("ok"))
     try:
         await mc.complete(history, tools=tools)
     finally:
         await mc.aclose()
     body = server.requests[0]
     assert body["messages"] == history and body["tools"] == tools
+    assert body["model"] == "m" and body["stream"] is True
     assert body["stream_options"] == {"include_usage": True} and body["repeat_penalty"] == 1.1
-    assert transformed and all(not data.get("messages") for data in transformed)
+    assert body["max_tokens"] == 12  # the configured extra body goes over the standard fields
+    assert not any(isinstance(obj, dict) and obj.get("messages") for obj in seen)
+
+
+async def test_a_long_history_is_encoded_with_turns_for_the_loop_between_slices() -> None:
+    """Encoding 20,000 messages gives the loop turns (a keystroke waits for one slice,
+    not the whole history), and the bytes are the JSON of the body as given."""
+    from engine.model._wire import SLICE_BYTES, encode_body
+
+    messages = [{"role": "user", "content": f"message {n} " + "x" * 100} for n in range(20_000)]
+    body = {"messages": messages, "model": "m", "options": {1: "non-str key"}}
+    turns = 0
+    encoding = True
+
+    async def probe() -> None:
+        nonlocal turns
+        while encoding:
+            turns += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(probe())
+    await asyncio.sleep(0)
+    encoded = await encode_body(body)
+    encoding = False
+    await task
+    expected = {"messages": messages, "model": "m", "options": {"1": "non-str key"}}
+    assert json.loads(encoded) == expected
+    assert turns >= len(encoded) // SLICE_BYTES - 1 >= 5
+    assert json.loads(await encode_body({"messages": []})) == {"messages": []}
 
 
 async def test_echo_when_script_is_empty(server: ScriptedServer, client: ModelClient) -> None:

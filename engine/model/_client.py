@@ -20,6 +20,7 @@ import orjson
 from engine.model._errors import cut_off, empty, malformed, translate
 from engine.model._sse import EventSplitter
 from engine.model._stream import Completion, StreamReader
+from engine.model._wire import encode_body
 
 if TYPE_CHECKING:
     import openai
@@ -104,6 +105,8 @@ class ModelClient:
         self.observer = observer
         self._client: openai.AsyncOpenAI | None = None
         self._openai: Any = None
+        self._raw: type[Any] = object
+        """The SDK's HTTP response class: asked for, `post` returns the response unread."""
 
     @property
     def display_url(self) -> str:
@@ -127,6 +130,7 @@ class ModelClient:
         if self._client is not None:  # another caller finished first
             return
         self._openai = mod
+        self._raw = _raw_response_type(mod)
         self._client = client
 
     def _build(self) -> tuple[Any, Any]:
@@ -143,8 +147,6 @@ class ModelClient:
             # The SDK retries inside one call; a hook on each request is where a retry shows.
             http_client=mod.DefaultAsyncHttpxClient(event_hooks={"request": [self._attempt]}),
         )
-        # The first touch imports the resource's modules; here, not in the first turn.
-        _ = client.chat.completions.with_streaming_response
         # So does the HTTP transport's first request, its async backend: here too, not on
         # the loop as the first request goes out.
         with contextlib.suppress(ImportError):
@@ -180,28 +182,34 @@ class ModelClient:
         assert self._client is not None
         oa = self._openai
         name = model or self.model
-        # The history and the tools go out as they are, in `extra_body`: they are wire-ready
-        # dicts already, and the SDK's typed transform of `messages` walks every message on
-        # the UI loop, a cost per request that grows with the thread (bench/request_cost.py).
-        wire: dict[str, Any] = {"messages": messages, "stream_options": {"include_usage": True}}
-        if tools:
-            wire["tools"] = tools
-        kwargs: dict[str, Any] = {
+        # The body is encoded here, not by the SDK: its typed transform and its one-call
+        # JSON encoding each walk every message on the UI loop, a cost per request that
+        # grows with the thread (bench/request_cost.py). The configured extra body goes
+        # over the standard fields, as the SDK's `extra_body` would.
+        body: dict[str, Any] = {
             "model": name,
-            "messages": [],
+            "messages": messages,
             "stream": True,
-            "extra_body": {**wire, **(self.extra_body or {})},
+            "stream_options": {"include_usage": True},
         }
+        if tools:
+            body["tools"] = tools
         if self.max_tokens is not None:
-            kwargs["max_tokens"] = self.max_tokens
+            body["max_tokens"] = self.max_tokens
+        body.update(self.extra_body or {})
+        content = await encode_body(body)
 
         reader = StreamReader(served_model=name)
         started = False
         try:
-            create = self._client.chat.completions.with_streaming_response.create
-            async with create(**kwargs) as response:
-                started = True  # headers arrived: a later connection error is a torn reply
-                await self._read(response.http_response, reader, name, on_delta, on_reasoning)
+            response = await self._client.post(
+                "/chat/completions", cast_to=self._raw, content=content, stream=True
+            )
+            started = True  # headers arrived: a later connection error is a torn reply
+            try:
+                await self._read(response, reader, name, on_delta, on_reasoning)
+            finally:
+                await response.aclose()
         except oa.APIError as exc:
             raise translate(
                 exc,
@@ -346,6 +354,14 @@ def _stream_error(oa: Any, request: Any, error: Any) -> Exception:
     if not message or not isinstance(message, str):
         message = "An error occurred during streaming"
     return cast(Exception, oa.APIError(message=message, request=request, body=error))
+
+
+def _raw_response_type(oa: Any) -> type[Any]:
+    """The HTTP response class the SDK hands back as it is (httpx2's, or httpx's before)."""
+    helpers = getattr(oa, "_httpx2", None)
+    if helpers is not None and hasattr(helpers, "http_response_types"):
+        return cast("type[Any]", helpers.http_response_types()[0])
+    return cast("type[Any]", importlib.import_module("httpx").Response)
 
 
 def _transport_errors(oa: Any) -> tuple[tuple[type[BaseException], ...], ...]:
