@@ -21,6 +21,19 @@ def _keys(app) -> list[FooterKey]:
     return list(app.screen.query(FooterKey))
 
 
+def _drawn(footer: KeyFooter) -> list[tuple[Any, ...]]:
+    keys = footer.query(FooterKey)
+    return [(k.key, k.key_display, k.description, k.action, k._disabled, k.classes) for k in keys]
+
+
+async def _as_rebuilt(pilot: Any, footer: KeyFooter) -> list[tuple[Any, ...]]:
+    """What a whole rebuild of the footer draws now (Textual's own compose)."""
+    with footer._context():  # as when the footer recomposes itself
+        await footer.recompose()
+    await pilot.pause()
+    return _drawn(footer)
+
+
 async def test_the_footer_keeps_its_keys_when_the_shown_bindings_are_equal(app_factory, server):
     server.script(s.text("a long answer", hold=True))
     app = app_factory()
@@ -38,10 +51,15 @@ async def test_the_footer_keeps_its_keys_when_the_shown_bindings_are_equal(app_f
         await type_text(pilot, "tell me")
         await pilot.press("enter")
         await server.wait_requests(1)
-        # "Esc Cancel" appears: a change, so the keys are rebuilt (changes before the
-        # next frame come to one rebuild).
+        # "Esc Cancel" appears: that key alone is mounted, the others stay as they are.
         await until(pilot, lambda: "chat('cancel')" in [k.action for k in _keys(app)])
-        assert footer.rebuilds > rebuilds
+        await settle_footer(pilot, footer)
+        assert footer.rebuilds == rebuilds and footer.patches == 1
+        running = _keys(app)
+        assert [k for k in running if k.action != "chat('cancel')"] == keys
+        patched, columns = _drawn(footer), footer.styles.grid_size_columns
+        assert patched == await _as_rebuilt(pilot, footer)
+        assert columns == footer.styles.grid_size_columns
         rebuilds, running = footer.rebuilds, _keys(app)
         app.screen.refresh_bindings()
         await pilot.pause()
@@ -50,7 +68,39 @@ async def test_the_footer_keeps_its_keys_when_the_shown_bindings_are_equal(app_f
         server.release()
         await settle(pilot)
         await until(pilot, lambda: "chat('cancel')" not in [k.action for k in _keys(app)])
-        assert footer.rebuilds > rebuilds
+        await settle_footer(pilot, footer)
+        assert footer.rebuilds == rebuilds and footer.patches == 2
+        assert [k for k in _keys(app)] == [k for k in running if k.action != "chat('cancel')"]
+        assert _drawn(footer) == await _as_rebuilt(pilot, footer)
+
+
+async def settle_footer(pilot: Any, footer: KeyFooter) -> None:
+    await until(pilot, lambda: not footer.catching_up)
+
+
+async def test_keys_that_come_go_and_change_state_are_drawn_as_a_rebuild_would(app_factory, server):
+    """Queued prompts bring "Tab Queue"; the queue list taking the focus changes others:
+    whatever the change, the footer patched in place draws what a rebuild would."""
+    server.script(s.text("a long answer", hold=True))
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        footer = app.screen.query_one(KeyFooter)
+        await type_text(pilot, "first")
+        await pilot.press("enter")
+        await server.wait_requests(1)
+        await type_text(pilot, "second")
+        await pilot.press("enter")  # queued behind the running reply
+        await until(pilot, lambda: not footer.catching_up and footer.patches >= 2)
+        actions = [k.action for k in _keys(app)]
+        assert _drawn(footer) == await _as_rebuilt(pilot, footer)
+        await pilot.press("tab")  # to the queue: the keys are the queue's
+        await until(
+            pilot, lambda: not footer.catching_up and [k.action for k in _keys(app)] != actions
+        )
+        assert _drawn(footer) == await _as_rebuilt(pilot, footer)
+        server.release()
+        await settle(pilot)
 
 
 async def test_settle_waits_while_the_footer_catches_up(app_factory, server):
