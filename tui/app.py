@@ -28,6 +28,7 @@ from engine.model.backend import Backend
 from engine.runtime import Runtime
 from engine.threads.thread import resume_hint
 from tui import code_lexers, drawn_lines
+from tui.live import collection
 from tui.screens.chat import ChatScreen
 from tui.screens.chat_settings import ChatSettings
 from tui.screens.thread_controller import ThreadController
@@ -128,6 +129,12 @@ class TroveApp(TypingApp[int]):
 
     def on_mount(self) -> None:
         self.theme_changed_signal.subscribe(self, self._keep_theme)
+        # Full collections wait for a quiet moment (tui.live.collection).
+        collection.keep_full()
+        self.set_interval(collection.CHECK, self._collect_when_quiet, name="quiet collection")
+
+    def _collect_when_quiet(self) -> None:
+        collection.collect_when_quiet(time.monotonic() - self.typed_at)
 
     def _keep_theme(self, theme: Theme) -> None:
         """A theme set after the start (the palette's pick) is kept for the next launch,
@@ -234,6 +241,7 @@ class TroveApp(TypingApp[int]):
         self.exit(0)
 
     async def on_unmount(self) -> None:
+        collection.let_go_full()
         code_lexers.finish()  # whatever draws code after this app, draws it as Rich does
         self._note_resume()
         await self.chat.close()
