@@ -98,12 +98,13 @@ class StatusStrip(Vertical):
     DEFAULT_CSS = """
     StatusStrip { height: auto; }
     StatusStrip > QueueList { display: none; }
-    StatusStrip.-queued > QueueList { display: block; }
     """
 
     def __init__(self, clock: Callable[[], float], id: str | None = None) -> None:
         super().__init__(id=id)
         self.clock = clock
+        self._queue: tuple[tuple[int, str, str, bool], ...] = ()
+        """The items the queue list shows."""
 
     def compose(self) -> ComposeResult:
         yield ActivityLine()
@@ -127,7 +128,15 @@ class StatusStrip(Vertical):
             line.now = self.clock()
 
     def set_queue(self, items: Sequence[tuple[int, str, str, bool]]) -> None:
-        """Items as (id, text, placement, held), oldest first."""
+        """Items as (id, text, placement, held), oldest first.
+
+        Called on every state the engine reports: the same items leave the list as it
+        is, and showing or hiding it sets its display alone (a class on the strip would
+        apply the stylesheet to all it holds again, on the loop a keystroke waits for)."""
+        shown = tuple(items)
+        if shown == self._queue:
+            return
+        self._queue = shown
         queue = self.query_one(QueueList)
         highlighted = queue.highlighted
         queue.clear_options()
@@ -142,4 +151,4 @@ class StatusStrip(Vertical):
             queue.add_option(Option(label, id=str(item_id)))
         if items:
             queue.highlighted = min(highlighted or 0, len(items) - 1)
-        self.set_class(bool(items), "-queued")
+        queue.display = bool(items)
