@@ -39,7 +39,12 @@ LAYERS: list[tuple[str, ...]] = [
         "tui.drawn_lines",
         "tui.ui_state",
     ),
-    ("tui.startup.collection", "tui.startup.geometry_caches", "tui.startup.opening"),
+    (
+        "tui.startup.collection",
+        "tui.startup.geometry_caches",
+        "tui.startup.strip_cycles",
+        "tui.startup.opening",
+    ),
     ("tui.live",),
     ("tui.widgets",),
     ("tui.inspector",),

@@ -28,7 +28,7 @@ OUT_OF_REACH = 1_000_000
 """The oldest generation's threshold while it is held or kept for quiet moments."""
 QUIET = 0.3
 """Seconds without a key after which a full collection that fell due runs."""
-OVERDUE = 4
+OVERDUE = 2
 """A full collection due this many times over runs even while keys arrive."""
 CHECK = 0.1
 """Seconds between an app's checks for a full collection to run."""

@@ -70,6 +70,7 @@ def _run_app(
 
     from engine.config import ConfigError
     from tui.app import TroveApp
+    from tui.startup import strip_cycles
     from tui.startup.geometry_caches import bound_geometry_caches
 
     if config.ui.theme not in BUILTIN_THEMES:
@@ -85,6 +86,7 @@ def _run_app(
     engine_logger.addHandler(TextualHandler())
     engine_logger.propagate = False
     bound_geometry_caches()
+    strip_cycles.install()
     app = TroveApp(config, home, thread_id=thread_id, backend=backend, early=early)
     result = app.run()
     if app.unsent_text is not None:
