@@ -10,7 +10,7 @@ from textual.pilot import Pilot
 
 from devtools import scripted_server as s
 from engine import events as ev
-from tests.tui.conftest import settle
+from tests.tui.conftest import settle, until
 from tests.tui.test_terminal_safety import screen_text
 from tui.widgets.tool_block import MAX_LINES, ToolBlock
 from tui.widgets.transcript import CHUNK, Transcript
@@ -158,6 +158,19 @@ def test_summaries_are_one_safe_line_and_the_full_view_is_bounded():
     assert len(huge) < MAX_CHARS + 200 and "more characters not shown" in huge
 
 
+async def steady(pilot: Any, widget: Any) -> None:
+    """Until `widget` stays where it is across three frames: a click aims at where it is
+    drawn. (After a turn the transcript sometimes still moves a row once `settle` returns;
+    the cause is not found yet.)"""
+    seen: list[Any] = []
+
+    def held() -> bool:
+        seen.append(widget.region)
+        return len(seen) >= 3 and seen[-1] == seen[-2] == seen[-3]
+
+    await until(pilot, held)
+
+
 async def test_a_click_on_the_call_line_toggles_the_block_and_one_below_it_does_not(
     app_factory, server
 ):
@@ -168,9 +181,10 @@ async def test_a_click_on_the_call_line_toggles_the_block_and_one_below_it_does_
         app.runtime.driver.send("remember the code")
         await settle(pilot)
         block = app.query_one(ToolBlock)
+        await steady(pilot, block)
         await pilot.click(ToolBlock, offset=(4, 0))
-        await pilot.pause()
-        assert not block.collapsed and block.has_focus
+        await until(pilot, lambda: not block.collapsed)  # the click is handled in its turn
+        assert block.has_focus
         assert '  "status": "ok",' in screen_text(pilot)
         await pilot.click(ToolBlock, offset=(4, 3))  # inside the expanded view
         await pilot.pause()
