@@ -68,19 +68,25 @@ class DrawnReply(msgspec.Struct, frozen=True, gc=False):
 
     def strips(self) -> list[Strip] | None:
         """The lines as Textual strips (None: a style that does not parse)."""
-        from rich.errors import StyleSyntaxError
-        from rich.segment import Segment as RichSegment
-        from rich.style import Style
-        from textual.strip import Strip
+        return decode_lines(self.lines)
 
-        parse = Style.parse
-        try:
-            return [
-                Strip([RichSegment(text, None if s is None else parse(s)) for text, s in line])
-                for line in self.lines
-            ]
-        except StyleSyntaxError:
-            return None
+
+def decode_lines(lines: Iterable[Iterable[Segment]]) -> list[Strip] | None:
+    """Lines as `encode_lines` gives them, as Textual strips (None: a style that does not
+    parse)."""
+    from rich.errors import StyleSyntaxError
+    from rich.segment import Segment as RichSegment
+    from rich.style import Style
+    from textual.strip import Strip
+
+    parse = Style.parse
+    try:
+        return [
+            Strip([RichSegment(text, None if s is None else parse(s)) for text, s in line])
+            for line in lines
+        ]
+    except StyleSyntaxError:
+        return None
 
 
 Kept = Mapping[int, DrawnReply]

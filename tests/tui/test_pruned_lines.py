@@ -46,11 +46,13 @@ async def test_a_reply_pruned_from_the_window_lets_go_of_its_drawn_lines(
             assert reply._drawn_lines is None and not reply._styles_cache._cache
 
 
-def _text(widget) -> list[str]:
-    return [strip.text for strip in widget.render_lines(widget.size.region)]
+def _drawn(widget) -> list[list[tuple[str, object]]]:
+    """Each line drawn, as its segments' text and style."""
+    lines = widget.render_lines(widget.size.region)
+    return [[(seg.text, seg.style) for seg in strip] for strip in lines]
 
 
-async def test_a_reply_scrolled_out_of_view_lets_go_of_the_screens_lines_and_draws_the_same_back(
+async def test_a_reply_scrolled_out_of_view_folds_its_lines_and_draws_the_same_back(
     app_factory, tmp_path, monkeypatch
 ):
     monkeypatch.setattr(transcript_module, "HIGH_WATER", 1000)  # nothing pruned here
@@ -61,7 +63,9 @@ async def test_a_reply_scrolled_out_of_view_lets_go_of_the_screens_lines_and_dra
         transcript = app.query_one(Transcript)
         newest = [w for w in transcript._content() if isinstance(w, PastReply)][-1]
         assert newest._styles_cache._cache  # drawn: it is on screen
-        drawn = _text(newest)
+        drawn = _drawn(newest)
+        assert newest._drawn_lines is not None
+        own = [[(seg.text, seg.style) for seg in strip] for strip in newest._drawn_lines[1]]
         start = transcript._start
         for _ in range(200):
             if transcript._start < start:
@@ -70,8 +74,12 @@ async def test_a_reply_scrolled_out_of_view_lets_go_of_the_screens_lines_and_dra
         await settle(pilot)
         assert transcript._start < start and newest.is_attached
         assert not newest._styles_cache._cache  # out of view: the screen's lines are gone
-        assert newest._drawn_lines is not None  # its own, to draw from when back in view
+        # Its own lines, to draw from when back in view: folded into plain tuples, no Strips.
+        assert newest._drawn_lines is None and newest._folded is not None
+        kept = newest.to_keep()  # folded, it is still kept for the next open
+        assert kept is not None and kept.strips() is not None
+        assert [[(seg.text, seg.style) for seg in strip] for strip in kept.strips()] == own
         await pilot.press("ctrl+end")
         await settle(pilot)
         assert newest._styles_cache._cache
-        assert _text(newest) == drawn
+        assert _drawn(newest) == drawn

@@ -70,6 +70,9 @@ class PastReply(Static):
         self._kept = drawn
         """Its lines as the last session drew them (tui.drawn_lines), until they are used
         or no longer fit."""
+        self._folded: tuple[Any, int, tuple[tuple[drawn_lines.Segment, ...], ...]] | None = None
+        """Its lines while out of view (`fold_lines`): what they were rendered for, how
+        many, and their text and styles as plain tuples."""
         self.plain_code = False
         """Whether its lines hold a code block drawn plain while its lexer was being
         built (tui.code_lexers): they are drawn again once it is."""
@@ -89,8 +92,15 @@ class PastReply(Static):
         if self.text_selection is not None:
             return None
         cached = self._drawn_lines
-        if cached is not None and cached[0] == self._key(width):
+        key = self._key(width)
+        if cached is not None and cached[0] == key:
             return cached[1]
+        folded, self._folded = self._folded, None
+        if folded is not None and folded[0] == key:
+            unfolded = drawn_lines.decode_lines(folded[2])
+            if unfolded is not None:
+                self._drawn_lines = (key, unfolded)
+                return unfolded
         kept = self._kept_lines(width)
         if kept is not None:
             self._drawn_lines = (self._key(width), kept)
@@ -116,23 +126,44 @@ class PastReply(Static):
         """Pruned from the transcript: its lines are not drawn again (drawn anew if they are)."""
         self._drawn_lines = None
         self._kept = None
+        self._folded = None
+
+    def fold_lines(self) -> None:
+        """Out of view: its lines are kept as tuples of text and style, which the cyclic
+        collector does not walk (a Strip comes with seven caches, each a tracked object),
+        and become Strips again when it is drawn. Lines with links stay as they are."""
+        cached = self._drawn_lines
+        if cached is None:
+            return
+        lines = drawn_lines.encode_lines(cached[1])
+        if lines is None:
+            return
+        self._folded = (cached[0], len(lines), tuple(tuple(line) for line in lines))
+        self._drawn_lines = None
 
     def to_keep(self) -> drawn_lines.DrawnReply | None:
         """Its lines as drawn now, to be kept for the next open (None: nothing that may be
         kept: not drawn yet, drawn for another width, highlighted, or with plain code)."""
         cached = self._drawn_lines
         width = self.content_region.width
-        if self.seq is None or cached is None or self.plain_code or self.highlight_link_id:
+        folded = self._folded
+        if self.seq is None or self.plain_code or self.highlight_link_id or self.text_selection:
             return None
-        if self.text_selection is not None or cached[0] != self._key(width):
+        if cached is not None and cached[0] == self._key(width):
+            lines = drawn_lines.encode_lines(cached[1])
+        elif folded is not None and folded[0] == self._key(width):
+            lines = [list(line) for line in folded[2]]
+        else:
             return None
-        lines = drawn_lines.encode_lines(cached[1])
         if lines is None:
             return None
         style = drawn_lines.style_key(self.app.theme, self.visual_style)
         return drawn_lines.DrawnReply(self.seq, drawn_lines.digest(self.text), width, style, lines)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        folded = self._folded
+        if folded is not None and width and folded[0] == self._key(width):
+            return folded[1]  # measured folded: only drawing makes the lines Strips again
         lines = self._reply_lines(width) if width else None
         if lines is None:
             return super().get_content_height(container, viewport, width)

@@ -770,12 +770,15 @@ class Transcript(VerticalScroll):
         Textual keeps each widget's last drawn lines (and what the screen cropped from
         them) until the widget is drawn again; scrolling through a long thread leaves
         most of the window's messages holding some, for every full collection to walk.
-        One that comes back into view is drawn again (a past reply from its own lines).
+        A past reply out of view folds its own lines too (`PastReply.fold_lines`). One
+        that comes back into view is drawn again (a past reply from its own lines).
         """
         visible = self.screen._compositor.visible_widgets
         for child in self._nodes:
             if child in visible:
                 continue
+            if isinstance(child, PastReply):
+                child.fold_lines()  # its own lines, as plain tuples until drawn again
             for node in child.walk_children(Widget, with_self=True):
                 if node._styles_cache._cache:
                     node._styles_cache.clear()
