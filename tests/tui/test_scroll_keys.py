@@ -175,3 +175,32 @@ async def test_paging_back_and_forth_releases_widgets_past_the_mark_at_both_ends
         assert "message 0" not in texts() and transcript.query("#load-earlier")
         assert most <= 40 + transcript_module.SLICE
         assert app.query_one(PromptInput).has_focus
+
+
+async def test_the_new_output_line_stays_hidden_while_the_view_follows_the_end(
+    app_factory, server, monkeypatch
+):
+    """A turn's output (a tool block, a streamed reply) arrives while the view follows the
+    end: the line never shows, not even for the frame before the view scrolls to it."""
+    from devtools import scripted_server as s
+    from tui.widgets.new_output import NewOutputMarker
+
+    shown: list[bool] = []
+    show = NewOutputMarker.show
+
+    def noted(marker: NewOutputMarker, on: bool) -> None:
+        shown.append(on)
+        show(marker, on)
+
+    monkeypatch.setattr(NewOutputMarker, "show", noted)
+    note = {"key": "code", "content": "a long note " * 40}
+    server.script(s.tool_calls([("task_note", note)]), s.text("and then much more " * 300))
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        await type_text(pilot, "remember the code")
+        await pilot.press("enter")
+        await settle(pilot)
+        transcript = app.query_one(Transcript)
+        assert transcript.at_end and transcript._reply is None
+    assert True not in shown, shown

@@ -160,8 +160,8 @@ def test_summaries_are_one_safe_line_and_the_full_view_is_bounded():
 
 async def steady(pilot: Any, widget: Any) -> None:
     """Until `widget` stays where it is across three frames: a click aims at where it is
-    drawn. (After a turn the transcript sometimes still moves a row once `settle` returns;
-    the cause is not found yet.)"""
+    drawn, and the block takes only a click on its first row. (After a turn the
+    transcript sometimes still moves a row once `settle` returns; the cause is not found.)"""
     seen: list[Any] = []
 
     def held() -> bool:

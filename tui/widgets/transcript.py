@@ -371,7 +371,9 @@ class Transcript(VerticalScroll):
             self._output_arrives()
             self._reply = _assistant_message()()
             self.mount(self._reply)
-        elif self.marker is not None and not self.marker.display and not self.at_end:
+        elif self.marker is not None and not (
+            self.marker.display or self.tracks_end or self.at_end
+        ):
             self._show_marker(True)  # the reply grows below a view the user scrolled up
         self._reply.write(text)
 
@@ -411,9 +413,15 @@ class Transcript(VerticalScroll):
         if self.marker is not None and self.marker.display and self.at_end:
             self._show_marker(self._end < len(self.events))
 
+    @property
+    def tracks_end(self) -> bool:
+        """Anchored, and the anchor not released by a scroll: new output will be scrolled
+        into view (in the frame that lays it out, so `at_end` may lag a frame behind)."""
+        return self.is_anchored and not self._anchor_released
+
     def _output_arrives(self) -> None:
         """New output is about to be shown: the marker says so when the user reads back."""
-        if not self.at_end or self._end < len(self.events):
+        if not (self.at_end or self.tracks_end) or self._end < len(self.events):
             self._show_marker(True)
 
     def _show_marker(self, shown: bool) -> None:
