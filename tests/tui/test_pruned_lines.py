@@ -10,7 +10,7 @@ from __future__ import annotations
 from engine import events as ev
 from tests.tui.conftest import app_on_thread, settle
 from tui.widgets import transcript as transcript_module
-from tui.widgets.chat_message import PastReply
+from tui.widgets.chat_message import PastReply, UserMessage
 from tui.widgets.transcript import Transcript
 
 REPLY = "A reply with **bold** text and a list:\n\n- one\n- two\n\n" + "word " * 40
@@ -62,8 +62,10 @@ async def test_a_reply_scrolled_out_of_view_folds_its_lines_and_draws_the_same_b
         await settle(pilot)
         transcript = app.query_one(Transcript)
         newest = [w for w in transcript._content() if isinstance(w, PastReply)][-1]
+        question = [w for w in transcript._content() if isinstance(w, UserMessage)][-1]
         assert newest._styles_cache._cache  # drawn: it is on screen
-        drawn = _drawn(newest)
+        assert question._render_cache.lines
+        drawn, asked = _drawn(newest), _drawn(question)
         assert newest._drawn_lines is not None
         own = [[(seg.text, seg.style) for seg in strip] for strip in newest._drawn_lines[1]]
         start = transcript._start
@@ -74,6 +76,7 @@ async def test_a_reply_scrolled_out_of_view_folds_its_lines_and_draws_the_same_b
         await settle(pilot)
         assert transcript._start < start and newest.is_attached
         assert not newest._styles_cache._cache  # out of view: the screen's lines are gone
+        assert not question._styles_cache._cache and not question._render_cache.lines
         # Its own lines, to draw from when back in view: folded into plain tuples, no Strips.
         assert newest._drawn_lines is None and newest._folded is not None
         kept = newest.to_keep()  # folded, it is still kept for the next open
@@ -83,3 +86,4 @@ async def test_a_reply_scrolled_out_of_view_folds_its_lines_and_draws_the_same_b
         await settle(pilot)
         assert newest._styles_cache._cache
         assert _drawn(newest) == drawn
+        assert _drawn(question) == asked

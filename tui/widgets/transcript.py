@@ -788,7 +788,10 @@ class Transcript(VerticalScroll):
             if isinstance(child, PastReply):
                 child.fold_lines()  # its own lines, as plain tuples until drawn again
             for node in child.walk_children(Widget, with_self=True):
-                if node._styles_cache._cache:
+                if node._render_cache.lines:  # a text widget's lines, rendered from its content
+                    node._render_cache = node._render_cache._replace(lines=[])
+                    node._set_dirty()  # rendered anew when drawn again (no repaint asked now)
+                elif node._styles_cache._cache:
                     node._styles_cache.clear()
 
     def _forget(self, widget: Widget) -> None:
