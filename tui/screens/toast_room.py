@@ -18,7 +18,7 @@ def keep_toasts_above(screen: Screen[Any], *below: Widget) -> None:
     first shown of `below` begins."""
 
     def fit(_: Screen[Any]) -> None:
-        racks = screen.query(RACK)
+        racks = screen.query_children(RACK)  # a child of the screen: no walk of the transcript
         if not racks:
             return
         rack = racks.first()
