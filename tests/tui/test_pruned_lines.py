@@ -87,3 +87,59 @@ async def test_a_reply_scrolled_out_of_view_folds_its_lines_and_draws_the_same_b
         assert newest._styles_cache._cache
         assert _drawn(newest) == drawn
         assert _drawn(question) == asked
+
+
+async def test_replies_scrolled_back_into_are_drawn_ahead_in_a_thread_as_they_would_be(
+    app_factory, tmp_path, monkeypatch
+):
+    """The slice mounted next is drawn before it is mounted (off the loop): each reply
+    is built with those lines, and they are the lines it would have rendered itself."""
+    import threading
+
+    from tui.widgets import chat_message
+
+    monkeypatch.setattr(transcript_module, "HIGH_WATER", 30)
+    monkeypatch.setattr(transcript_module, "CHUNK", 20)
+    drawn_in: list[tuple[str, list[int]]] = []
+    draw = chat_message.draw_ahead
+
+    def noted(template, replies):
+        drawn = draw(template, replies)
+        drawn_in.append((threading.current_thread().name, sorted(drawn)))
+        return drawn
+
+    monkeypatch.setattr(transcript_module, "draw_ahead", noted)
+    given: dict[int, object] = {}
+    init = PastReply.__init__
+
+    def built(self, text, *, seq=None, drawn=None):
+        given[seq] = drawn
+        init(self, text, seq=seq, drawn=drawn)
+
+    monkeypatch.setattr(PastReply, "__init__", built)
+    app = _long_thread(app_factory, tmp_path, 80)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        transcript = app.query_one(Transcript)
+        start = transcript._start
+        for _ in range(200):
+            if transcript._start < start - 20:
+                break
+            await pilot.press("pageup")
+        await settle(pilot)
+        ahead = [seq for _, seqs in drawn_in for seq in seqs]
+        assert ahead and all(name != threading.main_thread().name for name, _ in drawn_in)
+        assert all(given[seq] is not None for seq in ahead)  # built with its lines
+        mounted = [w for w in transcript._content() if type(w) is PastReply and w.seq in ahead]
+        assert mounted
+        for reply in mounted:
+            width = reply.size.width
+            lines = reply._reply_lines(width)
+            fresh = PastReply(reply.text)
+            await transcript.mount(fresh)
+            await pilot.pause()
+            own = fresh._reply_lines(width)
+            assert [[(s.text, s.style) for s in line] for line in lines] == [
+                [(s.text, s.style) for s in line] for line in own
+            ]
+            await fresh.remove()

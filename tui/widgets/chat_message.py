@@ -7,13 +7,13 @@ through `safe_text`: Rich and Textual pass ESC and C1 controls to the terminal.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from textual.content import Content
 from textual.geometry import Size
 from textual.strip import Strip
-from textual.visual import Visual
+from textual.visual import Visual, visualize
 from textual.widgets import Static
 
 from engine.util.safe_text import safe_text
@@ -175,6 +175,33 @@ class PastReply(Static):
         if lines is None:
             return super().render_line(y)
         return lines[y] if 0 <= y < len(lines) else Strip.blank(width, self.visual_style.rich_style)
+
+
+def draw_ahead(
+    template: PastReply, replies: Sequence[tuple[int, str]]
+) -> dict[int, drawn_lines.DrawnReply]:
+    """Replies about to be mounted, drawn as `template` (a past reply on screen) draws its
+    own: the lines each may use instead of rendering on the loop as it is laid out, kept
+    by the seq of its log event. For a worker thread: it only reads the template.
+
+    A reply whose lines would not be kept at quit (links, code drawn plain while its
+    lexer is built) is left out; one that will be drawn at another width or style (a
+    cancelled reply's border) does not use them."""
+    width, style = template.size.width, template.visual_style
+    if not width:
+        return {}
+    key = drawn_lines.style_key(template.app.theme, style)
+    drawn: dict[int, drawn_lines.DrawnReply] = {}
+    for seq, content in replies:
+        text = safe_text(content)
+        plain_before = code_lexers.plain_drawn
+        strips = Visual.to_strips(
+            template, visualize(template, _ReplyMarkdown(text)), width, None, style
+        )
+        lines = drawn_lines.encode_lines(strips)
+        if lines is not None and code_lexers.plain_drawn == plain_before:
+            drawn[seq] = drawn_lines.DrawnReply(seq, drawn_lines.digest(text), width, key, lines)
+    return drawn
 
 
 class _ReplyMarkdown:

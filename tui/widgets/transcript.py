@@ -30,7 +30,7 @@ from engine import events as ev
 from engine.events import LogEvent
 from engine.log import LogCorruptError
 from tui.drawn_lines import DrawnReply, Kept
-from tui.widgets.chat_message import Notice, PastReply, UserMessage
+from tui.widgets.chat_message import Notice, PastReply, UserMessage, draw_ahead
 from tui.widgets.checkpoint_block import CheckpointBlock
 from tui.widgets.load_button import LoadButton
 from tui.widgets.new_output import NewOutputMarker
@@ -157,6 +157,8 @@ class Transcript(VerticalScroll):
         """The last arrangement of the children (see `arrange`)."""
         self._grower: Worker[None] | None = None
         self._ahead: tuple[int, list[LogEvent]] = (0, [])
+        self._drawn_ahead: dict[int, DrawnReply] = {}
+        """The next slice's replies, drawn in a thread before they are mounted (by seq)."""
         """Events read off the loop for the window to grow into: (the first's index, them)."""
         self._by_scroll = 0
         """The window grows because the user scrolled near an end of it (-1: the earlier
@@ -230,7 +232,11 @@ class Transcript(VerticalScroll):
                 message: Widget = (
                     _assistant_message()(content, seq=event.seq)
                     if live
-                    else PastReply(content, seq=event.seq, drawn=self.kept.get(event.seq))
+                    else PastReply(
+                        content,
+                        seq=event.seq,
+                        drawn=self._drawn_ahead.pop(event.seq, None) or self.kept.get(event.seq),
+                    )
                 )
                 if event.cancelled:
                     message.add_class("-cancelled")
@@ -503,6 +509,7 @@ class Transcript(VerticalScroll):
         self.kept = kept or {}
         self.events = ShownEvents(events)
         self._ahead = (0, [])
+        self._drawn_ahead = {}
         self._thinking = None  # its widget went with the children: it streams no more here
         self._results = {}
         self._indexed_from = len(self.events)
@@ -600,6 +607,7 @@ class Transcript(VerticalScroll):
     async def _growing(self) -> None:
         while True:
             await self._read_ahead()
+            await self._draw_ahead()
             if not self._grow_step():
                 break
             await self.wait_for_refresh()
@@ -632,6 +640,32 @@ class Transcript(VerticalScroll):
             return  # building the slice reads it again and says so
         if events is self.events:  # not another thread's, opened meanwhile
             self._ahead = (first, read)
+
+    async def _draw_ahead(self) -> None:
+        """Draw the replies of the slice mounted next (scrolling back) in a thread, as a
+        past reply on screen draws: laid out on the loop, each would render its Markdown
+        there, in the frame that mounts it."""
+        if self._earlier_to is None or self._fill_to is not None:
+            return
+        begin = max(self._earlier_to, self._start - SLICE)
+        template = next(
+            (c for c in self._nodes if type(c) is PastReply and not c.classes and c.size.width),
+            None,
+        )
+        if begin >= self._start or template is None:
+            return
+        try:
+            events = self._read(begin, self._start)
+        except LogCorruptError:
+            return  # building the slice reads it again and says so
+        slice_replies = {
+            e.seq: e.content for e in events if isinstance(e, ev.AssistantMessage) and e.content
+        }
+        # What an earlier step drew and this slice does not hold is not mounted any more.
+        self._drawn_ahead = {s: d for s, d in self._drawn_ahead.items() if s in slice_replies}
+        replies = [(s, text) for s, text in slice_replies.items() if s not in self._drawn_ahead]
+        if replies:
+            self._drawn_ahead.update(await asyncio.to_thread(draw_ahead, template, replies))
 
     def _grow_step(self) -> bool:
         """Mount one slice of what the window grows by; False once it has it all."""
