@@ -157,9 +157,9 @@ class Transcript(VerticalScroll):
         """The last arrangement of the children (see `arrange`)."""
         self._grower: Worker[None] | None = None
         self._ahead: tuple[int, list[LogEvent]] = (0, [])
+        """Events read off the loop for the window to grow into: (the first's index, them)."""
         self._drawn_ahead: dict[int, DrawnReply] = {}
         """The next slice's replies, drawn in a thread before they are mounted (by seq)."""
-        """Events read off the loop for the window to grow into: (the first's index, them)."""
         self._by_scroll = 0
         """The window grows because the user scrolled near an end of it (-1: the earlier
         end, 1: the newer one): it goes on that way while the view stays near there."""
@@ -665,7 +665,10 @@ class Transcript(VerticalScroll):
         self._drawn_ahead = {s: d for s, d in self._drawn_ahead.items() if s in slice_replies}
         replies = [(s, text) for s, text in slice_replies.items() if s not in self._drawn_ahead]
         if replies:
-            self._drawn_ahead.update(await asyncio.to_thread(draw_ahead, template, replies))
+            shown = self.events
+            drawn = await asyncio.to_thread(draw_ahead, template, replies)
+            if self.events is shown:  # not another thread's, opened meanwhile
+                self._drawn_ahead.update(drawn)
 
     def _grow_step(self) -> bool:
         """Mount one slice of what the window grows by; False once it has it all."""
