@@ -143,3 +143,30 @@ async def test_replies_scrolled_back_into_are_drawn_ahead_in_a_thread_as_they_wo
                 [(s.text, s.style) for s in line] for line in own
             ]
             await fresh.remove()
+
+
+async def test_a_reply_longer_than_the_fold_bound_keeps_its_lines_out_of_view(
+    app_factory, tmp_path, monkeypatch
+):
+    """Unfolding runs on the loop as a reply comes into view: a reply too long for that
+    keeps its lines as they are."""
+    from tui.widgets import chat_message
+
+    monkeypatch.setattr(transcript_module, "HIGH_WATER", 1000)
+    monkeypatch.setattr(transcript_module, "CHUNK", 20)
+    monkeypatch.setattr(chat_message, "FOLD_LINES", 3)
+    app = _long_thread(app_factory, tmp_path, 80)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        transcript = app.query_one(Transcript)
+        newest = [w for w in transcript._content() if isinstance(w, PastReply)][-1]
+        assert newest._drawn_lines is not None and len(newest._drawn_lines[1]) > 3
+        start = transcript._start
+        for _ in range(200):
+            if transcript._start < start:
+                break
+            await pilot.press("pageup")
+        await settle(pilot)
+        assert transcript._start < start and newest.is_attached
+        assert not newest._styles_cache._cache  # out of view
+        assert newest._drawn_lines is not None and newest._folded is None

@@ -43,6 +43,11 @@ class UserMessage(Static):
         self.seq = seq
 
 
+FOLD_LINES = 500
+"""The longest reply whose lines are folded out of view: unfolding makes each line a
+Strip again, on the loop, as the reply comes into view."""
+
+
 class PastReply(Static):
     """A reply replayed from the log: one widget, rendered once.
 
@@ -131,9 +136,10 @@ class PastReply(Static):
     def fold_lines(self) -> None:
         """Out of view: its lines are kept as tuples of text and style, which the cyclic
         collector does not walk (a Strip comes with seven caches, each a tracked object),
-        and become Strips again when it is drawn. Lines with links stay as they are."""
+        and become Strips again when it is drawn. Lines with links stay as they are, and
+        so do more than `FOLD_LINES`: making them Strips again would hold the loop."""
         cached = self._drawn_lines
-        if cached is None:
+        if cached is None or len(cached[1]) > FOLD_LINES:
             return
         lines = drawn_lines.encode_lines(cached[1])
         if lines is None:
