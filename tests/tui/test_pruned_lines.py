@@ -36,20 +36,29 @@ async def test_a_reply_pruned_from_the_window_lets_go_of_its_drawn_lines(
         transcript = app.query_one(Transcript)
         newest = [w for w in transcript._content() if isinstance(w, PastReply)]
         assert newest and all(w._drawn_lines is not None for w in newest[-3:])
-        for _ in range(200):
-            if all(not w.is_attached for w in newest):
-                break
-            await pilot.press("pageup")
-        await settle(pilot)
+        await _page_back(pilot, lambda: all(not w.is_attached for w in newest))
         assert all(not w.is_attached for w in newest)
         for reply in newest:
             assert reply._drawn_lines is None and not reply._styles_cache._cache
 
 
+def _segments(strips) -> list[list[tuple[str, object]]]:
+    """Each line, as its segments' text and style."""
+    return [[(seg.text, seg.style) for seg in strip] for strip in strips]
+
+
 def _drawn(widget) -> list[list[tuple[str, object]]]:
     """Each line drawn, as its segments' text and style."""
-    lines = widget.render_lines(widget.size.region)
-    return [[(seg.text, seg.style) for seg in strip] for strip in lines]
+    return _segments(widget.render_lines(widget.size.region))
+
+
+async def _page_back(pilot, done) -> None:
+    """PageUp from the prompt until `done()` holds (at most 200 presses), then settle."""
+    for _ in range(200):
+        if done():
+            break
+        await pilot.press("pageup")
+    await settle(pilot)
 
 
 async def test_a_reply_scrolled_out_of_view_folds_its_lines_and_draws_the_same_back(
@@ -67,13 +76,9 @@ async def test_a_reply_scrolled_out_of_view_folds_its_lines_and_draws_the_same_b
         assert question._render_cache.lines
         drawn, asked = _drawn(newest), _drawn(question)
         assert newest._drawn_lines is not None
-        own = [[(seg.text, seg.style) for seg in strip] for strip in newest._drawn_lines[1]]
+        own = _segments(newest._drawn_lines[1])
         start = transcript._start
-        for _ in range(200):
-            if transcript._start < start:
-                break
-            await pilot.press("pageup")
-        await settle(pilot)
+        await _page_back(pilot, lambda: transcript._start < start)
         assert transcript._start < start and newest.is_attached
         assert not newest._styles_cache._cache  # out of view: the screen's lines are gone
         assert not question._styles_cache._cache and not question._render_cache.lines
@@ -81,7 +86,7 @@ async def test_a_reply_scrolled_out_of_view_folds_its_lines_and_draws_the_same_b
         assert newest._drawn_lines is None and newest._folded is not None
         kept = newest.to_keep()  # folded, it is still kept for the next open
         assert kept is not None and kept.strips() is not None
-        assert [[(seg.text, seg.style) for seg in strip] for strip in kept.strips()] == own
+        assert _segments(kept.strips()) == own
         await pilot.press("ctrl+end")
         await settle(pilot)
         assert newest._styles_cache._cache
@@ -122,11 +127,7 @@ async def test_replies_scrolled_back_into_are_drawn_ahead_in_a_thread_as_they_wo
         await settle(pilot)
         transcript = app.query_one(Transcript)
         start = transcript._start
-        for _ in range(200):
-            if transcript._start < start - 20:
-                break
-            await pilot.press("pageup")
-        await settle(pilot)
+        await _page_back(pilot, lambda: transcript._start < start - 20)
         ahead = [seq for _, seqs in drawn_in for seq in seqs]
         assert ahead and all(name != threading.main_thread().name for name, _ in drawn_in)
         assert all(given[seq] is not None for seq in ahead)  # built with its lines
@@ -139,9 +140,7 @@ async def test_replies_scrolled_back_into_are_drawn_ahead_in_a_thread_as_they_wo
             await transcript.mount(fresh)
             await pilot.pause()
             own = fresh._reply_lines(width)
-            assert [[(s.text, s.style) for s in line] for line in lines] == [
-                [(s.text, s.style) for s in line] for line in own
-            ]
+            assert _segments(lines) == _segments(own)
             await fresh.remove()
 
 
@@ -162,11 +161,7 @@ async def test_a_reply_longer_than_the_fold_bound_keeps_its_lines_out_of_view(
         newest = [w for w in transcript._content() if isinstance(w, PastReply)][-1]
         assert newest._drawn_lines is not None and len(newest._drawn_lines[1]) > 3
         start = transcript._start
-        for _ in range(200):
-            if transcript._start < start:
-                break
-            await pilot.press("pageup")
-        await settle(pilot)
+        await _page_back(pilot, lambda: transcript._start < start)
         assert transcript._start < start and newest.is_attached
         assert not newest._styles_cache._cache  # out of view
         assert newest._drawn_lines is not None and newest._folded is None
