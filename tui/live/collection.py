@@ -14,8 +14,8 @@ reply streams; one overdue `OVERDUE` times over runs even while keys arrive,
 so memory stays bounded for someone who never stops typing.
 
 Replies and turns hold full collections off while they stream (`hold_full`):
-none runs then, however overdue, as before this module kept them for quiet
-moments. When the last holder and the last app let go, the threshold comes back.
+none runs then, however overdue. When the last holder and the last app let go,
+the threshold comes back.
 """
 
 from __future__ import annotations
