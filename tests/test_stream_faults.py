@@ -87,6 +87,8 @@ async def test_stall_mid_stream_times_out_with_a_clear_line(server: ScriptedServ
         "42",  # JSON, but not a chunk
         '{"choices": "oops"}',  # a chunk of the wrong shape
         '{"choices": [{"index": 0, "delta": {"content": 7}}]}',
+        "[" * 100_000 + "]" * 100_000,  # nested deeper than either decoder goes
+        '"\\ud800" \xff',  # what orjson refuses, and the standard library too
     ],
 )
 async def test_malformed_stream_names_the_server_not_the_exception(
@@ -159,6 +161,33 @@ async def test_a_finished_stream_without_done_is_whole(
     # The connection is still good for the next request.
     server.script(s.text("the next one"))
     assert (await client.complete(MESSAGES)).content == "the next one"
+
+
+async def test_a_lone_surrogate_escape_is_text_not_a_malformed_stream(
+    server: ScriptedServer, client: ModelClient
+) -> None:
+    """JSON allows an escaped lone surrogate (a model cut between a pair's halves sends
+    one), and the stream goes on; the log and the screen make it U+FFFD."""
+    server.script(s.text("before \ud83dafter"))
+    deltas: list[str] = []
+    completion = await client.complete(MESSAGES, on_delta=deltas.append)
+    assert completion.content == "before \ud83dafter"
+    assert "".join(deltas) == "before \ud83dafter"
+
+
+async def test_a_lone_surrogate_reply_is_logged_with_a_replacement_character(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    server.script(s.text("odd \udc00 text"))
+    log = SessionLog.open(tmp_path / "session.jsonl")
+    driver = opened(Driver(log, client_for(server)))
+    await _run_one(driver)
+    replies, end = _last_turn(log.events)
+    assert end.status == "ok"
+    assert replies[-1].content == "odd \ufffd text"
+    await driver.aclose()
+    on_disk = of_kind(read_events(tmp_path / "session.jsonl").events, ev.AssistantMessage)
+    assert on_disk[-1].content == "odd \ufffd text"
 
 
 # -- the driver: what the log keeps ----------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import json
 import os
 import threading
 import time
@@ -60,6 +61,19 @@ FAST_BURST = 16384
 """Bytes read since the loop last had a turn from which a stream counts as fast: a read
 that then waits gives the loop a turn but no `READ_GAP` (the data is arriving faster than
 it is read, and a gap would only let the reader fall behind)."""
+
+
+def _loads(data: bytes) -> Any:
+    """One data line's JSON. orjson refuses an escaped lone surrogate, which JSON allows
+    (a model that splits a character's surrogate pair sends one): the standard library
+    reads those lines, and the text's consumers turn the surrogate into U+FFFD."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        try:
+            return json.loads(data)
+        except RecursionError:  # nested past what orjson allows: still not a chunk
+            raise exc from None
 
 
 class ModelObserver(Protocol):
@@ -256,7 +270,7 @@ class ModelClient:
         oa = self._openai
         timeouts, transport = _transport_errors(oa)
         splitter = EventSplitter()
-        loads = orjson.loads
+        loads = _loads
         reads = http.aiter_bytes().__aiter__()
         last_yield = time.monotonic()
         burst = 0
@@ -282,7 +296,7 @@ class ModelClient:
                         break
                     try:
                         chunk = loads(data)
-                    except orjson.JSONDecodeError as exc:
+                    except ValueError as exc:  # both decoders' errors are ValueErrors
                         what = "a data line is not valid JSON"
                         raise malformed(self.display_url, model, what) from exc
                     if isinstance(chunk, dict) and chunk.get("error"):
