@@ -143,7 +143,8 @@ async def test_paging_back_and_forth_releases_widgets_past_the_mark_at_both_ends
     app_factory, tmp_path, monkeypatch
 ):
     """PageUp held from the prompt walks back to the first message, the window never
-    holding more than the mark; the newest are released and PageDown brings them back."""
+    holding more than the mark and its slack; the newest are released and PageDown brings
+    them back."""
     import tui.widgets.transcript as transcript_module
 
     monkeypatch.setattr(transcript_module, "HIGH_WATER", 40)
@@ -163,7 +164,7 @@ async def test_paging_back_and_forth_releases_widgets_past_the_mark_at_both_ends
             await pilot.press("pageup")
             most = max(most, len(transcript._content()))
         assert texts()[0] == "message 0" and transcript.scroll_y == 0
-        assert most <= 40 + transcript_module.SLICE
+        assert most <= 40 + transcript_module.TRIM_SLACK + transcript_module.SLICE
         assert "message 299" not in texts() and transcript.query("#load-newer")
         assert len(transcript._tools) + len(transcript._checkpoints) <= len(texts())
         for _ in range(400):
@@ -173,7 +174,7 @@ async def test_paging_back_and_forth_releases_widgets_past_the_mark_at_both_ends
             most = max(most, len(transcript._content()))
         assert texts()[-1] == "message 299" and transcript.at_end
         assert "message 0" not in texts() and transcript.query("#load-earlier")
-        assert most <= 40 + transcript_module.SLICE
+        assert most <= 40 + transcript_module.TRIM_SLACK + transcript_module.SLICE
         assert app.query_one(PromptInput).has_focus
 
 

@@ -55,7 +55,7 @@ class LoadButton(Static, can_focus=True):
 
     @label.setter
     def label(self, label: str) -> None:
-        self.update(label)
+        self.update(label, layout=False)  # one row, the window's width, whatever it says
 
     def press(self) -> None:
         self.post_message(self.Pressed(self))

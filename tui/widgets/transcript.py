@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 HIGH_WATER = 100
 """Widgets kept mounted; beyond this the farthest from the view are pruned (each layout
 places every one of them, and every full garbage collection walks them and their lines)."""
+TRIM_SLACK = 24
+"""Widgets past `HIGH_WATER` before any is pruned: a prune lays the window out again, in
+a frame of its own, so widgets go a batch at a time, not with every slice mounted."""
 CHUNK = 150
 """Events rendered per "load earlier" step and on opening a thread."""
 FILL_STEP = 24
@@ -787,7 +790,7 @@ class Transcript(VerticalScroll):
         """Drop widgets past the high-water mark from one end of the window."""
         children = self._content()
         excess = len(children) - HIGH_WATER
-        if excess <= 0 or (top and not force and not self.following):
+        if excess <= TRIM_SLACK or (top and not force and not self.following):
             return
         if top:
             doomed, kept = children[:excess], children[excess:]
@@ -806,7 +809,7 @@ class Transcript(VerticalScroll):
             self._indexed_from = min(len(self.events), self._start + RESULT_REACH)
         for widget in doomed:
             self._forget(widget)
-            widget.remove()
+        self.remove_children(doomed)  # one prune, one layout once they are gone
         self._update_buttons()
 
     def _release_unseen_lines(self) -> None:
