@@ -18,12 +18,13 @@ from textual.widgets import Static
 
 from engine.util.safe_text import safe_text
 from tui import code_lexers, drawn_lines
+from tui.widgets.placed_once import PlacedOnce
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, ConsoleRenderable
 
 
-class UserMessage(Static):
+class UserMessage(PlacedOnce, Static):
     DEFAULT_CSS = """
     UserMessage {
         background: $boost;
@@ -48,7 +49,7 @@ FOLD_LINES = 500
 Strip again, on the loop, as the reply comes into view."""
 
 
-class PastReply(Static):
+class PastReply(PlacedOnce, Static):
     """A reply replayed from the log: one widget, rendered once.
 
     A Markdown widget builds a child per block, which is right for the reply
@@ -226,7 +227,7 @@ class _ReplyMarkdown:
         yield self._markdown
 
 
-class Notice(Static):
+class Notice(PlacedOnce, Static):
     """Something the app says, not chat: results, errors, hints."""
 
     DEFAULT_CSS = """

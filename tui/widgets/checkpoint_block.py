@@ -9,9 +9,10 @@ from textual.widget import Widget
 
 from engine.util.safe_text import safe_text
 from tui.messages import OpenBatch
+from tui.widgets.placed_once import PlacedOnce
 
 
-class CheckpointBlock(Widget, can_focus=True):
+class CheckpointBlock(PlacedOnce, Widget, can_focus=True):
     """Focus it and press Enter (or click) to open the batch in the inspector."""
 
     DEFAULT_CSS = """

@@ -34,6 +34,7 @@ from textual.widget import Widget
 from engine.util.safe_text import SafeStream, safe_text
 from engine.util.thought import thought_line
 from tui import code_lexers
+from tui.widgets.placed_once import PlacedOnce
 
 if TYPE_CHECKING:
     from rich.console import ConsoleRenderable
@@ -50,7 +51,7 @@ INDENT = 2
 _COLLAPSED, _EXPANDED = "▶", "▼"
 
 
-class ThinkingBlock(Widget, can_focus=True):
+class ThinkingBlock(PlacedOnce, Widget, can_focus=True):
     DEFAULT_CSS = """
     ThinkingBlock {
         width: 1fr;

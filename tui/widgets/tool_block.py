@@ -26,6 +26,7 @@ from textual.visual import Visual
 from textual.widget import Widget
 
 from engine.util.safe_text import safe_text
+from tui.widgets.placed_once import PlacedOnce
 from tui.widgets.tool_summary import MAX_LINES, call_line, full_text, result_line
 
 __all__ = ["MAX_LINES", "ToolBlock"]
@@ -33,7 +34,7 @@ __all__ = ["MAX_LINES", "ToolBlock"]
 _COLLAPSED, _EXPANDED = "▶", "▼"
 
 
-class ToolBlock(Widget, can_focus=True):
+class ToolBlock(PlacedOnce, Widget, can_focus=True):
     DEFAULT_CSS = """
     ToolBlock {
         width: 1fr;
