@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,13 @@ imported). A change waits for the next tick, and a tick the loop was busy for is
 to the one after: a fast tick brings a key's echo as soon as the loop is free (a tick
 with nothing changed costs nothing). bench/tui.py measures it. A streaming reply still
 draws at its own pace, and a TEXTUAL_FPS set by the user wins."""
+
+GIL_SWITCH = 0.001
+"""Seconds a thread running Python keeps the GIL once another asks for it (Python's
+default is 0.005). The UI loop asks each time it wakes (a key, a timer, a read), and
+while a worker thread runs Python (the model SDK's import just after start-up, a log
+read, a lexer built) each wake waited up to the default: several per keystroke's echo.
+bench/content.py measures the keys pressed as the first prompt is sent."""
 
 
 def run_tui(
@@ -88,7 +96,12 @@ def _run_app(
     bound_geometry_caches()
     strip_cycles.install()
     app = TroveApp(config, home, thread_id=thread_id, backend=backend, early=early)
-    result = app.run()
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(GIL_SWITCH)
+    try:
+        result = app.run()
+    finally:
+        sys.setswitchinterval(switch)
     if app.unsent_text is not None:
         print("Your unsent prompt (the thread could not keep it):")
         print(app.unsent_text)
