@@ -43,12 +43,14 @@ from tui.widgets.tool_block import ToolBlock
 if TYPE_CHECKING:
     from tui.widgets.assistant_message import AssistantMessage
 
-HIGH_WATER = 100
-"""Widgets kept mounted; beyond this the farthest from the view are pruned (each layout
-places every one of them, and every full garbage collection walks them and their lines)."""
+HIGH_WATER = 88
+"""Widgets kept mounted; beyond this (and `TRIM_SLACK`) the farthest from the view are
+pruned (each layout places every one of them, and every full garbage collection walks
+them and their lines)."""
 TRIM_SLACK = 24
 """Widgets past `HIGH_WATER` before any is pruned: a prune lays the window out again, in
-a frame of its own, so widgets go a batch at a time, not with every slice mounted."""
+a frame of its own, so widgets go a batch at a time, not with every slice mounted (the
+window holds 88 to 112, about the 100 it held before)."""
 CHUNK = 150
 """Events rendered per "load earlier" step and on opening a thread."""
 FILL_STEP = 24
