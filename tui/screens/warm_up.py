@@ -22,6 +22,7 @@ from textual.worker import Worker
 
 from engine.runtime import Runtime
 from tui import code_lexers
+from tui.startup import switching
 from tui.startup.collection import freeze_long_lived
 from tui.widgets.chat_message import PastReply
 
@@ -83,9 +84,11 @@ def _highlighted(screen: Screen[Any]) -> None:
 def _start_warm(screen: Screen[Any], runtime: Runtime) -> Worker[None]:
     async def warm() -> None:
         """Pay the model client's import before the first prompt, not on it; then freeze
-        what lives as long as the app (tui.startup.collection)."""
+        what lives as long as the app (tui.startup.collection) and give the GIL's switch
+        interval back (tui.startup.switching)."""
         await runtime.model.prepare()
         freeze_long_lived()
+        switching.settled()
 
     # The coroutine is made as the worker starts: one a quit cancels first leaves none
     # unawaited.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,13 +19,6 @@ imported). A change waits for the next tick, and a tick the loop was busy for is
 to the one after: a fast tick brings a key's echo as soon as the loop is free (a tick
 with nothing changed costs nothing). bench/tui.py measures it. A streaming reply still
 draws at its own pace, and a TEXTUAL_FPS set by the user wins."""
-
-GIL_SWITCH = 0.001
-"""Seconds a thread running Python keeps the GIL once another asks for it (Python's
-default is 0.005). The UI loop asks each time it wakes (a key, a timer, a read), and
-while a worker thread runs Python (the model SDK's import just after start-up, a log
-read, a lexer built) each wake waited up to the default: several per keystroke's echo.
-bench/content.py measures the keys pressed as the first prompt is sent."""
 
 
 def run_tui(
@@ -78,7 +70,7 @@ def _run_app(
 
     from engine.config import ConfigError
     from tui.app import TroveApp
-    from tui.startup import strip_cycles
+    from tui.startup import strip_cycles, switching
     from tui.startup.geometry_caches import bound_geometry_caches
 
     if config.ui.theme not in BUILTIN_THEMES:
@@ -96,12 +88,11 @@ def _run_app(
     bound_geometry_caches()
     strip_cycles.install()
     app = TroveApp(config, home, thread_id=thread_id, backend=backend, early=early)
-    switch = sys.getswitchinterval()
-    sys.setswitchinterval(GIL_SWITCH)
+    switching.starting()
     try:
         result = app.run()
     finally:
-        sys.setswitchinterval(switch)
+        switching.settled()
     if app.unsent_text is not None:
         print("Your unsent prompt (the thread could not keep it):")
         print(app.unsent_text)
