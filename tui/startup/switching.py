@@ -23,7 +23,7 @@ _found: float | None = None
 
 
 def starting() -> None:
-    """The app starts: the short interval until `settled` (or `restore`)."""
+    """The app starts: the short interval until `settled`."""
     global _found
     if _found is None:
         _found = sys.getswitchinterval()
