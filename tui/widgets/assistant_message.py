@@ -278,13 +278,11 @@ class AssistantMessage(PastReply):
     def _size_updated(
         self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
     ) -> bool:
-        # The layout that resized this widget has placed it already: setting its virtual
-        # size as a layout reactive would only ask for a second, identical layout.
         if self._streaming and self._live is not None and size.width == self._size.width:
             # A new height alone: the rows the new text changed were marked dirty as they
             # were read (`_mark_rows`); the rest of the widget's lines stay cached.
             self._size = size
-        return super()._size_updated(size, virtual_size, container_size, layout=False)
+        return super()._size_updated(size, virtual_size, container_size, layout)  # PlacedOnce
 
     def _drawn(self, started: float) -> None:
         """The frame is on screen: the next one waits at least as long as this one took."""
