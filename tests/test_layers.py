@@ -42,6 +42,7 @@ LAYERS: list[tuple[str, ...]] = [
     (
         "tui.startup.collection",
         "tui.startup.geometry_caches",
+        "tui.startup.strip_caches",
         "tui.startup.strip_cycles",
         "tui.startup.switching",
         "tui.startup.opening",
