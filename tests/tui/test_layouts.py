@@ -99,5 +99,5 @@ async def test_scrolling_back_lays_the_window_out_once_per_slice(
         await settle(pilot)
         await _frames(pilot, 3)
         mounted = sum(steps)
-        assert mounted >= 10 and prunes
+        assert mounted >= 10
         assert len(layouts) <= mounted + len(prunes) + 2, (len(layouts), mounted, len(prunes))

@@ -28,6 +28,8 @@ def _long_thread(app_factory, tmp_path, turns: int):
 async def test_a_reply_pruned_from_the_window_lets_go_of_its_drawn_lines(
     app_factory, tmp_path, monkeypatch
 ):
+    """Pruned, a reply is removed or kept hidden to show another one (tui.widgets.spares):
+    either way the lines drawn for it are gone at once."""
     monkeypatch.setattr(transcript_module, "HIGH_WATER", 30)
     monkeypatch.setattr(transcript_module, "CHUNK", 20)
     app = _long_thread(app_factory, tmp_path, 80)
@@ -36,10 +38,22 @@ async def test_a_reply_pruned_from_the_window_lets_go_of_its_drawn_lines(
         transcript = app.query_one(Transcript)
         newest = [w for w in transcript._content() if isinstance(w, PastReply)]
         assert newest and all(w._drawn_lines is not None for w in newest[-3:])
-        await _page_back(pilot, lambda: all(not w.is_attached for w in newest))
-        assert all(not w.is_attached for w in newest)
+        showed = {w: w.seq for w in newest}
+
+        def let_go(reply: PastReply) -> bool:
+            return not reply.is_attached or reply.seq != showed[reply]
+
+        await _page_back(pilot, lambda: all(let_go(w) for w in newest))
+        assert all(let_go(w) for w in newest)
+        log = transcript.events[0 : len(transcript.events)]
+        content = {e.seq: e.content for e in log if isinstance(e, ev.AssistantMessage)}
         for reply in newest:
-            assert reply._drawn_lines is None and not reply._styles_cache._cache
+            if not reply.is_attached or reply in transcript._spares:
+                assert reply._drawn_lines is None and not reply._styles_cache._cache
+            else:  # showing another reply: its text, and lines drawn for that if any
+                assert reply in transcript._content() and reply.text == content[reply.seq]
+                drawn = reply._drawn_lines
+                assert drawn is None or drawn[0][2] is reply.visual
 
 
 def _segments(strips) -> list[list[tuple[str, object]]]:
@@ -122,6 +136,13 @@ async def test_replies_scrolled_back_into_are_drawn_ahead_in_a_thread_as_they_wo
         init(self, text, seq=seq, drawn=drawn)
 
     monkeypatch.setattr(PastReply, "__init__", built)
+    rebind = PastReply.rebind
+
+    def rebound(self, text, *, seq=None, drawn=None):
+        given[seq] = drawn
+        rebind(self, text, seq=seq, drawn=drawn)
+
+    monkeypatch.setattr(PastReply, "rebind", rebound)
     app = _long_thread(app_factory, tmp_path, 80)
     async with app.run_test(size=(100, 32)) as pilot:
         await settle(pilot)

@@ -35,13 +35,22 @@ class UserMessage(PlacedOnce, Static):
     """
 
     def __init__(self, text: str, *, seq: int, label: str = "") -> None:
-        text = safe_text(text)
-        body = Content(text)
+        self.text = safe_text(text)
+        self.seq = seq
+        super().__init__(self._body(label))
+
+    def _body(self, label: str) -> Content:
+        body = Content(self.text)
         if label:
             body = Content.assemble((label + " ", "$text-muted italic"), body)
-        super().__init__(body)
-        self.text = text
+        return body
+
+    def rebind(self, text: str, *, seq: int, label: str = "") -> None:
+        """Show another message, as if built for it (the transcript recycles a widget its
+        window let go of: tui.widgets.spares)."""
+        self.text = safe_text(text)
         self.seq = seq
+        self.update(self._body(label))
 
 
 FOLD_LINES = 500
@@ -67,6 +76,9 @@ class PastReply(PlacedOnce, Static):
     ) -> None:
         text = safe_text(text)
         super().__init__(_ReplyMarkdown(text))
+        self._bind(text, seq, drawn)
+
+    def _bind(self, text: str, seq: int | None, drawn: drawn_lines.DrawnReply | None) -> None:
         self.text = text
         self.seq = seq
         self._drawn_lines: tuple[Any, list[Strip]] | None = None
@@ -82,6 +94,15 @@ class PastReply(PlacedOnce, Static):
         self.plain_code = False
         """Whether its lines hold a code block drawn plain while its lexer was being
         built (tui.code_lexers): they are drawn again once it is."""
+
+    def rebind(
+        self, text: str, *, seq: int | None = None, drawn: drawn_lines.DrawnReply | None = None
+    ) -> None:
+        """Show another reply, as if built for it (the transcript recycles a widget its
+        window let go of: tui.widgets.spares)."""
+        text = safe_text(text)
+        self._bind(text, seq, drawn)
+        self.update(_ReplyMarkdown(text))
 
     def _key(self, width: int) -> tuple[Any, ...]:
         code = code_lexers.generation if self.plain_code else -1

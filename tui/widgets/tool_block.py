@@ -73,6 +73,16 @@ class ToolBlock(PlacedOnce, Widget, can_focus=True):
 
     def __init__(self, call_id: str, name: str, arguments: str, *, live: bool = False) -> None:
         super().__init__()
+        self._bind(call_id, name, arguments, live)
+
+    def rebind(self, call_id: str, name: str, arguments: str, *, live: bool = False) -> None:
+        """Show another call, collapsed, as if built for it (the transcript recycles a
+        widget its window let go of: tui.widgets.spares)."""
+        self._bind(call_id, name, arguments, live)
+        self.set_reactive(ToolBlock.collapsed, True)
+        self.refresh(layout=True)
+
+    def _bind(self, call_id: str, name: str, arguments: str, live: bool) -> None:
         self.call_id = call_id
         self.tool_name = safe_text(name)
         self.arguments = arguments

@@ -37,6 +37,7 @@ from tui.widgets.new_output import NewOutputMarker
 from tui.widgets.readable_width import readable_padding
 from tui.widgets.scroll_anchor import anchor_shift
 from tui.widgets.shown_events import ShownEvents
+from tui.widgets.spares import Spares
 from tui.widgets.thinking_block import ThinkingBlock
 from tui.widgets.tool_block import ToolBlock
 
@@ -72,6 +73,9 @@ NEAR = 2.0
 """Screens from an end of the window at which scrolling towards it loads more."""
 GROWING = "growing-window"
 """Worker group that mounts earlier or newer events into the window, a slice a frame."""
+SPARES = TRIM_SLACK + SLICE
+"""Widgets let go of while the window grows kept hidden for the next slices to take
+(tui.widgets.spares): a batch pruned, and a slice's worth."""
 
 
 def _assistant_message() -> type[AssistantMessage]:
@@ -139,10 +143,13 @@ class Transcript(VerticalScroll):
         """The thinking streaming in now (a reasoning model's), until its reply is logged."""
         self._tools: dict[str, ToolBlock] = {}
         self._results: dict[str, str] = {}
-        """Tool results by call id, of the log from `_indexed_from` on (see `_result_of`)."""
+        """Tool results by call id, of the log's events [`_indexed_from`, `_indexed_to`)
+        (see `_result_of`)."""
         self._indexed_from = 0
+        self._indexed_to = 0
         self._building = 0
-        """Where the range of events being built begins (`_build_range`)."""
+        self._building_end = 0
+        """The range of events being built (`_build_range`)."""
         self._checkpoints: dict[int, CheckpointBlock] = {}
         self._interrupted = False
         """The reply just built was cut off by a failed stream (its turn's notice says so)."""
@@ -168,6 +175,7 @@ class Transcript(VerticalScroll):
         self._by_scroll = 0
         """The window grows because the user scrolled near an end of it (-1: the earlier
         end, 1: the newer one): it goes on that way while the view stays near there."""
+        self._spares = Spares(SPARES)
 
     def _size_updated(
         self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
@@ -209,14 +217,14 @@ class Transcript(VerticalScroll):
                 self._checkpoints[checkpoint.start or 0] = checkpoint_block
                 return [checkpoint_block]
             if event.source == "inject":
-                injected = UserMessage(event.text, seq=event.seq, label="context")
+                injected = self._user_message(event.text, event.seq, label="context")
                 injected.add_class("-injected")
                 return [injected]
             if event.placement == "next-step":
-                steer = UserMessage(event.text, seq=event.seq, label="steer")
+                steer = self._user_message(event.text, event.seq, label="steer")
                 steer.add_class("-steer")
                 return [steer]
-            return [UserMessage(event.text, seq=event.seq)]
+            return [self._user_message(event.text, event.seq)]
         if isinstance(event, ev.AssistantMessage):
             out: list[Widget] = []
             content = event.content or ""
@@ -237,10 +245,10 @@ class Transcript(VerticalScroll):
                 message: Widget = (
                     _assistant_message()(content, seq=event.seq)
                     if live
-                    else PastReply(
+                    else self._past_reply(
                         content,
-                        seq=event.seq,
-                        drawn=self._drawn_ahead.pop(event.seq, None) or self.kept.get(event.seq),
+                        event.seq,
+                        self._drawn_ahead.pop(event.seq, None) or self.kept.get(event.seq),
                     )
                 )
                 if event.cancelled:
@@ -249,7 +257,7 @@ class Transcript(VerticalScroll):
                     message.add_class("-interrupted")
                 out.append(message)
             for call in event.calls:
-                tool_block = ToolBlock(call.id, call.name, call.arguments or "", live=live)
+                tool_block = self._tool_block(call.id, call.name, call.arguments or "", live)
                 if not live:
                     found = self._result_of(call.id)
                     if found is not None:
@@ -307,21 +315,78 @@ class Transcript(VerticalScroll):
             return []
         return []
 
+    def _user_message(self, text: str, seq: int, label: str = "") -> UserMessage:
+        spare = self._spares.take(UserMessage, self)
+        if spare is None:
+            return UserMessage(text, seq=seq, label=label)
+        spare.rebind(text, seq=seq, label=label)
+        return spare
+
+    def _past_reply(self, text: str, seq: int, drawn: DrawnReply | None) -> PastReply:
+        spare = self._spares.take(PastReply, self)
+        if spare is None:
+            return PastReply(text, seq=seq, drawn=drawn)
+        spare.rebind(text, seq=seq, drawn=drawn)
+        return spare
+
+    def _tool_block(self, call_id: str, name: str, arguments: str, live: bool) -> ToolBlock:
+        spare = None if live else self._spares.take(ToolBlock, self)
+        if spare is None:
+            return ToolBlock(call_id, name, arguments, live=live)
+        spare.rebind(call_id, name, arguments)
+        return spare
+
+    def _place(
+        self, widgets: list[Widget], *, after: Widget | None = None, before: Widget | None = None
+    ) -> None:
+        """Put built widgets, in order, `after` or `before` a widget (neither: at the end):
+        new ones are mounted, spares taken for them (children already) moved there."""
+        spare = [w.parent is self for w in widgets]
+        new = [w for w, taken in zip(widgets, spare, strict=True) if not taken]
+        if new:
+            self.mount_all(new, after=after, before=before)
+        if len(new) == len(widgets):
+            return
+        for index, widget in enumerate(widgets):
+            if not spare[index]:
+                continue
+            if index:
+                self.move_child(widget, after=widgets[index - 1])
+            elif new:
+                self.move_child(widget, before=new[0])
+            elif after is not None:
+                self.move_child(widget, after=after)
+            elif before is not None:
+                self.move_child(widget, before=before)
+            else:
+                self.move_child(widget, after=self._nodes[-1])
+
     def _result_of(self, call_id: str) -> str | None:
         """A call's result wherever it is in the log (it may be in a chunk not loaded yet).
 
         A result follows its call, so only the log from the earliest event built so far
         is indexed: a long thread's first screenful indexes a few dozen events, not
-        every event since it began.
+        every event since it began. A range built past the index's end (the window
+        moving on) indexes a little past it, where its last calls' results are; one
+        that leaves a gap restarts the index at itself.
         """
-        begin = self._building
+        begin, end = self._building, self._building_end
+        results = self._results
         if begin < self._indexed_from:
-            results = self._results
             for event in reversed(self._read(begin, self._indexed_from)):
                 if isinstance(event, ev.ToolResult):
                     results.setdefault(event.call_id, event.content)  # the later one stands
             self._indexed_from = begin
-        return self._results.get(call_id)
+        reach = min(len(self.events), end + RESULT_REACH)
+        if self._indexed_to < reach:
+            if self._indexed_to < begin:
+                results.clear()
+                self._indexed_from = self._indexed_to = begin
+            for event in self._read(self._indexed_to, reach):
+                if isinstance(event, ev.ToolResult):
+                    results[event.call_id] = event.content  # later than any indexed
+            self._indexed_to = reach
+        return results.get(call_id)
 
     async def _discard(self, reply: AssistantMessage) -> None:
         await reply.finish(reply.text)  # stops its stream pump first
@@ -345,8 +410,10 @@ class Transcript(VerticalScroll):
     def show_event(self, event: LogEvent) -> None:
         """A live event, just appended to the log."""
         self.events.append(event)
-        if isinstance(event, ev.ToolResult):
-            self._results[event.call_id] = event.content
+        if self._indexed_to == len(self.events) - 1:
+            self._indexed_to += 1  # the index reached the log's end: it still does
+            if isinstance(event, ev.ToolResult):
+                self._results[event.call_id] = event.content
         if self._end < len(self.events) - 1:
             # The user is reading older history: newer events wait behind the
             # "newer" button instead of pulling the window (and memory) along.
@@ -357,7 +424,7 @@ class Transcript(VerticalScroll):
         widgets = self._build(event, live=True)
         if widgets:
             self._output_arrives()
-            self.mount_all(widgets, before=self._newer_button())
+            self._place(widgets, before=self._newer_button())
             self._trim(top=True)
 
     def reasoning(self, text: str) -> None:
@@ -443,6 +510,7 @@ class Transcript(VerticalScroll):
         """Show the newest output and follow it (a send, the marker, End)."""
         if self._end < len(self.events):
             self.remove_children()
+            self._spares.clear()
             self._reply = None
             self.load(self.events)
         self.anchor()
@@ -466,13 +534,14 @@ class Transcript(VerticalScroll):
         """Show the thread's first messages (Ctrl+Home), wherever the window was."""
         if self._start > 0:
             self.remove_children()
+            self._spares.clear()
             self._reply = None
             self._thinking = None
             self._fill_to = None
             self._start = self._end = 0
             self._interrupted = False
             # Results come after their calls: the chunk's own are built with it.
-            self._results, self._indexed_from = {}, 0
+            self._results, self._indexed_from, self._indexed_to = {}, 0, 0
             self.load_newer()
         self.anchor(False)  # not following the end, even while the first slice fits
         self.scroll_home(animate=False)
@@ -490,7 +559,7 @@ class Transcript(VerticalScroll):
         return widgets
 
     def _build_range(self, begin: int, end: int) -> list[Widget]:
-        self._building = begin
+        self._building, self._building_end = begin, end
         try:
             events = self._read(begin, end)
         except LogCorruptError as exc:  # damaged since the thread was opened from its end
@@ -512,12 +581,13 @@ class Transcript(VerticalScroll):
         `kept` (tui.drawn_lines) are drawn from the lines kept there.
         """
         self.kept = kept or {}
+        self._spares.clear()  # the children are new (or gone): none is kept
         self.events = ShownEvents(events)
         self._ahead = (0, [])
         self._drawn_ahead = {}
         self._thinking = None  # its widget went with the children: it streams no more here
         self._results = {}
-        self._indexed_from = len(self.events)
+        self._indexed_from = self._indexed_to = len(self.events)
         self._end = len(self.events)
         start = max(0, self._end - CHUNK)
         split = self._screenful(start)
@@ -525,7 +595,7 @@ class Transcript(VerticalScroll):
         self._interrupted = self._interrupted_at(start, split)
         self._start = split
         self._fill_to = start if start < split else None
-        self.mount_all(self._build_range(split, self._end))
+        self._place(self._build_range(split, self._end))
         self._update_buttons()
         self.anchor()
         if self._fill_to is not None:
@@ -568,7 +638,7 @@ class Transcript(VerticalScroll):
             self._interrupted = later
             self._start = begin
             if widgets:
-                self.mount_all(widgets, after=self._earlier_button())
+                self._place(widgets, after=self._earlier_button())
         if self._start <= target:
             self._fill_to = None
         self._update_buttons()
@@ -628,11 +698,11 @@ class Transcript(VerticalScroll):
 
     async def _read_ahead(self) -> None:
         """Read the events the window grows into next in a thread: the log's file is
-        not read on the loop (a result may follow its call: a little past the start too)."""
+        not read on the loop (a result may follow its call: a little past that end too)."""
         if self._earlier_to is not None and self._fill_to is None:
             first, end = self._earlier_to, min(len(self.events), self._start + RESULT_REACH)
         elif self._earlier_to is None and self._newer_to is not None:
-            first, end = self._end, self._newer_to
+            first, end = self._end, min(len(self.events), self._newer_to + RESULT_REACH)
         else:
             return
         had, ahead = self._ahead
@@ -654,7 +724,11 @@ class Transcript(VerticalScroll):
             return
         begin = max(self._earlier_to, self._start - SLICE)
         template = next(
-            (c for c in self._nodes if type(c) is PastReply and not c.classes and c.size.width),
+            (
+                c
+                for c in self._nodes
+                if type(c) is PastReply and not c.classes and c.size.width and c.display
+            ),
             None,
         )
         if begin >= self._start or template is None:
@@ -687,7 +761,7 @@ class Transcript(VerticalScroll):
                 widgets = self._build_range(begin, self._start)
                 self._start = begin
                 if widgets:
-                    self.mount_all(widgets, after=self._earlier_button())
+                    self._place(widgets, after=self._earlier_button())
                 self._trim(top=False)
                 self._update_buttons()
                 return True
@@ -698,7 +772,7 @@ class Transcript(VerticalScroll):
                 widgets = self._build_range(self._end, stop)
                 self._end = stop
                 if widgets:
-                    self.mount_all(widgets, before=self._newer_button())
+                    self._place(widgets, before=self._newer_button())
                 self._trim(top=True, force=True)
                 self._update_buttons()
                 return True
@@ -786,7 +860,11 @@ class Transcript(VerticalScroll):
         return kept
 
     def _content(self) -> list[Widget]:
-        return [c for c in self.children if not isinstance(c, LoadButton)]
+        """The window's widgets: neither its load rows nor its hidden spares."""
+        spares = self._spares
+        if not spares:
+            return [c for c in self.children if not isinstance(c, LoadButton)]
+        return [c for c in self.children if not isinstance(c, LoadButton) and c not in spares]
 
     def _trim(self, *, top: bool, force: bool = False) -> None:
         """Drop widgets past the high-water mark from one end of the window."""
@@ -809,9 +887,13 @@ class Transcript(VerticalScroll):
             # index restarts a little past its start, so it never holds the whole thread's.
             self._results = {}
             self._indexed_from = min(len(self.events), self._start + RESULT_REACH)
+            self._indexed_to = self._indexed_from
         for widget in doomed:
             self._forget(widget)
-        self.remove_children(doomed)  # one prune, one layout once they are gone
+        if self._earlier_to is not None or self._newer_to is not None:
+            doomed = self._spares.keep(doomed)  # the next slices show their messages in them
+        if doomed:
+            self.remove_children(doomed)  # one prune, one layout once they are gone
         self._update_buttons()
 
     def _release_unseen_lines(self) -> None:
