@@ -64,9 +64,11 @@ FINISHING = "finishing-reply"
 """Worker group of replies whose final render is running."""
 FILLING = "filling-chunk"
 """Worker group that mounts the rest of the opening chunk after the first frame."""
-SLICE = 6
-"""Events mounted per frame while the window grows (a reply is laid out when mounted:
-a whole chunk at once would hold the loop for a tenth of a second or more)."""
+SLICE = 12
+"""Events mounted per frame while the window grows. Each slice lays the whole window
+out again, so a held PageUp keeps up with fewer, larger slices (twice as far back in
+`bench/scroll.py` at 12 as at 6); but a whole chunk at once (a reply is laid out when
+mounted) would hold the loop for a tenth of a second or more."""
 RESULT_REACH = 32
 """Events past the window's start still searched for a result of a call built before it."""
 NEAR = 2.0
