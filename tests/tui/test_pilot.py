@@ -270,13 +270,17 @@ async def test_transcript_window_stays_bounded_both_ways(app_factory, monkeypatc
             return [w.text for w in transcript._content()]
 
         assert shown()[-1] == "message 199" and len(shown()) == 29  # 30 events, one end-seed
+        # Each load from the end of the window the view is at, as its rows and keys load:
+        # the window never prunes what the view shows.
         for _ in range(4):
+            transcript.scroll_to(y=0, animate=False, immediate=True)
             transcript.load_earlier()
             await settle(pilot)  # the window grows a slice a frame
         assert len(shown()) <= 40 + transcript_module.TRIM_SLACK
         assert shown()[0] == "message 51"  # four chunks of 30 before the first 30 events
         assert transcript.query("#load-newer")  # the newest were dropped, reachable again
         while transcript.query("#load-newer"):
+            transcript.scroll_to(y=transcript.max_scroll_y, animate=False, immediate=True)
             transcript.load_newer()
             await settle(pilot)
         assert shown()[-1] == "message 199" and len(shown()) <= 40 + transcript_module.TRIM_SLACK

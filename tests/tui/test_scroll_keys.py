@@ -139,6 +139,36 @@ async def test_loading_earlier_keeps_the_line_being_read_and_mounts_a_slice_a_fr
         assert batches and max(batches) <= transcript_module.SLICE
 
 
+async def test_a_chunk_larger_than_the_window_never_prunes_the_lines_being_read(
+    app_factory, tmp_path, monkeypatch
+):
+    """Loading earlier mounts a whole chunk above the view; with more widgets in it than
+    the window keeps, the window prunes its far end, never what is on screen."""
+    import tui.widgets.transcript as transcript_module
+
+    monkeypatch.setattr(transcript_module, "CHUNK", 60)
+    monkeypatch.setattr(transcript_module, "HIGH_WATER", 30)
+    monkeypatch.setattr(transcript_module, "TRIM_SLACK", 4)
+    app = _long_thread(app_factory, tmp_path, 400)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        transcript = app.query_one(Transcript)
+        transcript.scroll_to(y=3, animate=False, immediate=True)
+        await until(pilot, lambda: transcript.scroll_y == 3)
+        read = _top_line(transcript)
+        text = read[0].text  # the same widget, and still showing the same message
+        start = transcript._start
+        transcript.load_earlier()
+        while transcript.finishing():
+            await pilot.pause()
+            assert _top_line(transcript) == read  # at every frame, not only at the end
+        await settle(pilot)
+        assert transcript._start == start - 60 and _top_line(transcript) == read
+        assert read[0].text == text
+        # The far end went: the window is back near its mark once the view allows it.
+        assert len(transcript._content()) <= 60 + transcript_module.SLICE + 40
+
+
 async def test_paging_back_and_forth_releases_widgets_past_the_mark_at_both_ends(
     app_factory, tmp_path, monkeypatch
 ):

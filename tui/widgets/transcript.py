@@ -869,11 +869,26 @@ class Transcript(VerticalScroll):
         return [c for c in self.children if not isinstance(c, LoadButton) and c not in spares]
 
     def _trim(self, *, top: bool, force: bool = False) -> None:
-        """Drop widgets past the high-water mark from one end of the window."""
+        """Drop widgets past the high-water mark from one end of the window, but none the
+        view shows: a chunk grown above the view (more widgets than the mark) would
+        otherwise prune the very lines being read. Past the mark, its slack and two chunks
+        they go anyway (a view held at the far end of what grows: only a program loads
+        earlier while showing the newest), so the window stays bounded."""
         children = self._content()
         excess = len(children) - HIGH_WATER
         if excess <= TRIM_SLACK or (top and not force and not self.following):
             return
+        if len(children) <= HIGH_WATER + TRIM_SLACK + 2 * CHUNK:
+            # Regions and scroll offset as the last layout placed them.
+            if top:
+                while excess and children[excess - 1].virtual_region.bottom > self.scroll_y:
+                    excess -= 1
+            else:
+                shown_to = self.scroll_y + self.size.height
+                while excess and children[-excess].virtual_region.y < shown_to:
+                    excess -= 1
+            if not excess:
+                return
         if top:
             doomed, kept = children[:excess], children[excess:]
             origin = next((w.origin for w in kept if hasattr(w, "origin")), None)
