@@ -104,6 +104,24 @@ def _top_line(transcript: Transcript) -> tuple[object, int]:
     raise AssertionError("nothing is shown")
 
 
+async def _load_earlier_reading(pilot, transcript: Transcript, chunk: int) -> None:
+    """With the view 3 rows down, load a chunk earlier: the line at the top of the view is
+    the same widget, showing the same message, at every frame and once it is mounted."""
+    transcript.scroll_to(y=3, animate=False, immediate=True)
+    await until(pilot, lambda: transcript.scroll_y == 3)
+    read = _top_line(transcript)
+    text = read[0].text
+    start = transcript._start
+    transcript.load_earlier()
+    assert transcript._start == start  # nothing is built on the caller's turn
+    while transcript.finishing():
+        await pilot.pause()
+        assert _top_line(transcript) == read  # at every frame, not only at the end
+    await settle(pilot)
+    assert transcript._start == start - chunk
+    assert _top_line(transcript) == read and read[0].text == text
+
+
 async def test_loading_earlier_keeps_the_line_being_read_and_mounts_a_slice_a_frame(
     app_factory, tmp_path, monkeypatch
 ):
@@ -123,18 +141,7 @@ async def test_loading_earlier_keeps_the_line_being_read_and_mounts_a_slice_a_fr
             return mount_all(widgets, *args, **kwargs)
 
         monkeypatch.setattr(transcript, "mount_all", counted)
-        transcript.scroll_to(y=3, animate=False, immediate=True)
-        await until(pilot, lambda: transcript.scroll_y == 3)
-        read = _top_line(transcript)
-        start = transcript._start
-        transcript.load_earlier()
-        assert transcript._start == start  # nothing is built on the caller's turn
-        while transcript.finishing():
-            await pilot.pause()
-            assert _top_line(transcript) == read  # at every frame, not only at the end
-        await settle(pilot)
-        assert transcript._start == start - 60
-        assert _top_line(transcript) == read
+        await _load_earlier_reading(pilot, transcript, 60)
         assert transcript.scroll_y > 3  # the earlier messages are above, out of view
         assert batches and max(batches) <= transcript_module.SLICE
 
@@ -153,18 +160,7 @@ async def test_a_chunk_larger_than_the_window_never_prunes_the_lines_being_read(
     async with app.run_test(size=(100, 32)) as pilot:
         await settle(pilot)
         transcript = app.query_one(Transcript)
-        transcript.scroll_to(y=3, animate=False, immediate=True)
-        await until(pilot, lambda: transcript.scroll_y == 3)
-        read = _top_line(transcript)
-        text = read[0].text  # the same widget, and still showing the same message
-        start = transcript._start
-        transcript.load_earlier()
-        while transcript.finishing():
-            await pilot.pause()
-            assert _top_line(transcript) == read  # at every frame, not only at the end
-        await settle(pilot)
-        assert transcript._start == start - 60 and _top_line(transcript) == read
-        assert read[0].text == text
+        await _load_earlier_reading(pilot, transcript, 60)
         # The far end went: the window is back near its mark once the view allows it.
         assert len(transcript._content()) <= 60 + transcript_module.SLICE + 40
 

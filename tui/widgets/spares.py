@@ -7,9 +7,9 @@ bindings, its message queue…), so only a full garbage collection frees it:
 freeing a batch of them was most of such a collection's time while PageUp is
 held, and every slice mounted paid for its widgets' making and styling. So
 while the window grows, the user messages, past replies and tool calls it
-lets go of are hidden and kept here, and the next slices take them for their own messages:
-moved to the other end and rebound (`rebind`) to what a new widget would
-have shown.
+lets go of are hidden and kept here, and the next slices take them for their
+own messages: moved to the other end and rebound (`rebind`) to what a new
+widget would have shown.
 """
 
 from __future__ import annotations
@@ -34,13 +34,14 @@ class Spares:
     def __init__(self, most: int) -> None:
         self.most = most
         self._kept: dict[type[Widget], list[Widget]] = {kind: [] for kind in KINDS}
+        self._all: set[Widget] = set()
+        """Every widget kept, for `in` (the transcript asks for each child it lists)."""
 
     def __len__(self) -> int:
-        return sum(len(kept) for kept in self._kept.values())
+        return len(self._all)
 
     def __contains__(self, widget: object) -> bool:
-        kept = self._kept.get(type(widget))  # type: ignore[arg-type]
-        return kept is not None and any(w is widget for w in kept)
+        return widget in self._all
 
     def keep(self, widgets: Sequence[Widget]) -> list[Widget]:
         """Hide and keep what may show another message, up to `most`; the rest (to be
@@ -56,6 +57,7 @@ class Spares:
             room -= 1
             widget.display = False
             kept.append(widget)
+            self._all.add(widget)
         return rest
 
     def take(self, kind: type[W], parent: Widget) -> W | None:
@@ -64,6 +66,7 @@ class Spares:
         kept = self._kept.get(kind, [])
         while kept:
             widget = kept.pop()
+            self._all.discard(widget)
             if widget.parent is parent and widget.is_attached:
                 if widget.classes:
                     widget.set_classes(())
@@ -75,3 +78,4 @@ class Spares:
         """The transcript's children went (a jump to an end, another thread)."""
         for kept in self._kept.values():
             kept.clear()
+        self._all.clear()
