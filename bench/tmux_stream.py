@@ -20,6 +20,8 @@ server sent), and per key pressed while the reply streams (one every
 1/--keys-per-second s), the time until the prompt on screen holds it. A figure
 beside its target; a miss is printed as MISS. tmux's own latency is in every
 figure; the machine's load average is printed, since other work skews them.
+With TROVE_BENCH_SLOW_KEYS=1 in the environment, each run also names its three
+slowest keys and when each was pressed (ms after the stream started).
 """
 
 from __future__ import annotations
@@ -326,6 +328,11 @@ def one_run(server: Server, config: Path, home: Path, keys_per_second: float) ->
             "echo_ms": echo,
             "keys": len(pressed),
             "idle_ms": idle,
+            "slow": sorted(
+                ((e, (t - started) * 1000) for e, t in zip(echo, pressed, strict=False)),
+                reverse=True,
+            )[:3],
+            "stream_ms": (done[1] - started) * 1000,
         }
     finally:
         tmux.close()
@@ -374,6 +381,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 lags.append(run["lag_ms"])
                 echo.extend(run["echo_ms"])
                 idle.extend(run["idle_ms"])
+                if os.environ.get("TROVE_BENCH_SLOW_KEYS"):
+                    keys = ", ".join(f"{e:.0f} ms at +{t:.0f}" for e, t in run["slow"])
+                    print(f"    slowest keys: {keys} (stream ended at +{run['stream_ms']:.0f})")
                 slow.append(run["stream_s"] / (run["chunks"] / rate))
         finally:
             server.close()

@@ -38,12 +38,16 @@ class Work:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.lexed = self.parsed = self.drawn = 0
+        self.lexed_on_loop = 0
+        """Characters lexed on the UI loop."""
         lex = RegexLexer.get_tokens_unprocessed
         parse = MarkdownIt.parse
         highlight = Syntax.highlight
 
         def lexing(lexer: Any, text: str, *args: Any) -> Any:
             self.lexed += len(text)
+            if threading.current_thread() is threading.main_thread():
+                self.lexed_on_loop += len(text)
             return lex(lexer, text, *args)
 
         def parsing(md: Any, src: str, env: Any = None) -> Any:
@@ -65,13 +69,18 @@ class Work:
 
 
 async def frame(message: AssistantMessage, pilot: Any) -> None:
-    """Draw what was written, now (the frame's timer is taken out of the way)."""
-    if message._frame is not None:
-        message._frame.stop()
-        message._frame = None
-    message._draw()
-    while message._busy:  # until the frame reached the screen
-        await pilot.pause(0)
+    """Draw what was written, now (the frame's timer is taken out of the way), then the
+    code lexed for it off the loop, until nothing written is left to show."""
+    while True:
+        if message._frame is not None:
+            message._frame.stop()
+            message._frame = None
+        message._draw()
+        while message._busy:  # until the frame reached the screen
+            await pilot.pause(0)
+        await until(pilot, lambda: message._live is None or not message._live.lexing)
+        if not message.lexing:
+            return
 
 
 def code_lines(count: int) -> Iterator[str]:
@@ -112,6 +121,8 @@ async def test_a_long_code_block_costs_each_frame_the_lines_it_adds(monkeypatch,
             assert lexed <= 2 * len(delta) + 1000, where
             assert parsed <= 2 * len(delta) + 1000, where
             assert drawn <= SIZE[1], where
+        # Only the text the block started with (none: one line break) was lexed on the loop.
+        assert work.lexed_on_loop <= 1
         message.write("```\n\nDone.\n")
         await frame(message, pilot)
         monkeypatch.undo()

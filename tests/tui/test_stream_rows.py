@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from rich.markdown import Markdown as RichMarkdown
@@ -214,7 +215,7 @@ async def test_the_widget_draws_crlf_and_split_escapes_as_the_whole_safe_text(la
             message.write(text[at : at + 3])
             if at % 60 == 0:
                 await pilot.pause()
-        while message._pending or message._frame is not None or message._busy:
+        while message._pending or message._frame is not None or message._busy or message.lexing:
             await pilot.pause()
         await pilot.pause()
         safe = "Intro with a red word.\n\n```python\n" + PYTHON + "```\n\nEnd link done.\n"
@@ -267,3 +268,60 @@ async def test_random_replies_stream_as_they_draw_whole(drawing, seed: int) -> N
     reply.update()
     got, want = rows(reply), whole(text, width)
     assert got == want, f"seed {seed}, at the end: " + first_difference(got, want)
+
+
+class Deferred:
+    """Lexing jobs held back and run later, in the order sent, when the test says: the
+    frames between see the lines lexed so far, as off the loop."""
+
+    def __init__(self) -> None:
+        self.jobs: list[tuple[Callable[[], Any], Callable[[Any], None]]] = []
+
+    def submit(self, job: Callable[[], Any], done: Callable[[Any], None]) -> None:
+        self.jobs.append((job, done))
+
+    def run(self, count: int) -> None:
+        for _ in range(min(count, len(self.jobs))):
+            job, done = self.jobs.pop(0)
+            done(job())
+
+    def drain(self, reply: LiveReply) -> None:
+        """Until the text fed is read and lexed, and the lines lexed are read."""
+        reply.update()
+        while self.jobs:
+            self.run(len(self.jobs))
+            reply.update()
+
+
+@pytest.mark.parametrize("name", ["python", "open string", "fences", "code with wide lines"])
+async def test_code_lexed_later_draws_as_the_whole_reply(drawing, name: str) -> None:
+    """Jobs come back late and several frames apart (the block shows the lines lexed so
+    far and never more), the fence closes while one is out, and the text after the block
+    still lands under it: once the jobs are through, the rows are the whole reply's."""
+    draw, whole = drawing
+    text = CASES[name] + "\n\nA closing paragraph.\n"
+    for seed in range(4):
+        rng = random.Random(seed)
+        lexing = Deferred()
+        reply = LiveReply(draw(90), lexing)
+        at = frames = 0
+        while at < len(text):
+            size = rng.choice((1, 5, 13, 40, 120, 400))
+            reply.feed(text[at : at + size])
+            at += size
+            if rng.random() < 0.5:
+                lexing.run(rng.choice((0, 0, 1, 2)))
+                shown = reply.height
+                reply.update()
+                assert reply.height >= shown or not reply.lexing, f"seed {seed}, at {at}"
+                frames += 1
+                if frames % 5 == 0:
+                    lexing.drain(reply)
+                    got, want = rows(reply), whole(text[:at], 90)
+                    assert got == want, f"{name}, seed {seed}, at {at}: " + first_difference(
+                        got, want
+                    )
+        lexing.drain(reply)
+        assert not reply.lexing
+        got, want = rows(reply), whole(text, 90)
+        assert got == want, f"{name}, seed {seed}, at the end: " + first_difference(got, want)

@@ -20,18 +20,26 @@ lines after it may be coloured wrong until the finished reply is drawn whole.
 
 Whether the fence is closed and what each line holds without the fence's
 indentation, markdown-it says, from the fence's first line and the new text.
+
+The lexing is a job sent to `lexing` (tui.live.lexing): done at once, or off the
+UI loop while the block shows the lines lexed so far. One job is out at a time;
+text fed meanwhile is lexed by the next, and the block is `finished` only once
+the lines up to its closing fence are lexed, so the rows that follow it are
+placed under its final height.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
+from functools import partial
 
 from pygments.lexer import Lexer  # type: ignore[import-untyped]
 from rich.syntax import Syntax, SyntaxTheme
 from textual.strip import Strip
 
 from tui import code_lexers
-from tui.live.code_rows import CodeRows, Line, has_error, lex
+from tui.live.code_rows import CodeRows, Line, has_error, lex, plain
+from tui.live.lexing import Inline, Lexing
 from tui.live.markdown import Draw, parser
 
 KEEP = 3
@@ -64,7 +72,28 @@ class LiveCode:
 
     new_line = True
 
-    def __init__(self, draw: Draw, opener: str, language: str, theme: str, text: str) -> None:
+    def __init__(
+        self,
+        draw: Draw,
+        opener: str,
+        language: str,
+        theme: str,
+        text: str,
+        lexing: Lexing | None = None,
+    ) -> None:
+        self._lexing: Lexing = Inline()
+        """Where jobs go: at once for the block's first line (the reply's open tail showed
+        it, and the block never shows fewer rows), then `lexing`."""
+        self._out = False
+        """A lexing job is out."""
+        self._again = False
+        """Text came, or the lexer changed, since the job out was sent."""
+        self._sent = 0
+        """The number of the last job sent: a job back with another number was dropped
+        (the lexer changed, or its lines were lexed at once)."""
+        self._ready: list[tuple[int, list[Line]]] = []
+        """Jobs back and not shown yet: the first line each lexed, and their tokens."""
+        self._closed = False
         self._opener = opener
         self.language = language
         self._theme = _theme(theme)
@@ -79,7 +108,6 @@ class LiveCode:
         self._partial = ""
         self._partial_shown: str | None = None
         """The line being streamed, as shown; None while it closes the fence."""
-        self.finished = False
         self.rest = ""
         self._anchors = [0]
         """Every line the anchor stood on, the current last."""
@@ -93,7 +121,12 @@ class LiveCode:
         self._changed = 0
         """The first row that may differ since `take_changed`."""
         self.resize(draw)
-        self.feed(text)
+        head, newline, tail = text.partition("\n")
+        self.feed(head + newline)
+        self.take_lexed()
+        self._lexing = lexing or self._lexing
+        if tail:
+            self.feed(tail)
 
     @property
     def text(self) -> str:
@@ -104,6 +137,21 @@ class LiveCode:
     def height(self) -> int:
         return self._content + 2
 
+    @property
+    def finished(self) -> bool:
+        """The closing fence was fed and every line before it is lexed and shown."""
+        return self._closed and not self._out and not self._again and not self._ready
+
+    @property
+    def lexing(self) -> bool:
+        """A lexing job is out: lines fed are not shown yet."""
+        return self._out
+
+    @property
+    def relexed(self) -> bool:
+        """Lines were lexed and are not shown yet (`take_lexed`)."""
+        return bool(self._ready)
+
     def gap(self, before: bool | None) -> int:
         return int(bool(before))
 
@@ -113,7 +161,11 @@ class LiveCode:
         return changed
 
     def feed(self, text: str) -> None:
-        """The next text of the reply: the block's lines, maybe its closing fence and more."""
+        """The next text of the reply: the block's lines, maybe its closing fence and more
+        (kept in `rest`)."""
+        if self._closed:
+            self.rest += text
+            return
         raw = self._partial + text
         # A line after the text: an open fence takes it in, a closed one leaves it out.
         tokens = parser().parse(f"{self._opener}\n{raw}\nx")
@@ -129,7 +181,7 @@ class LiveCode:
             self._add(content[:closing])
             self._partial_shown = None
             if closing < len(parts) - 1:
-                self.finished = True
+                self._closed = True
                 self.rest = "\n".join(parts[closing + 1 :])
                 self._partial = ""
                 text = text[: len(text) - len(self.rest)]
@@ -156,23 +208,48 @@ class LiveCode:
         return 1, ""
 
     def _relex(self) -> None:
-        """Lex from the anchor to the end and move the anchor where the states agree."""
+        """Send the lines from the anchor to the end to be lexed (once the job out is back)."""
+        self._again = True
+        if self._out:
+            return
+        self._again = False
         shown, last = self._shown()
         anchors = self._anchors
         while anchors[-1] > shown - 1:  # the last line shown must be lexed again
             anchors.pop()
         first = anchors[-1]
         texts = self.lines[first : shown - 1] + [last]
-        tokens = lex(self._lexer, texts)
-        start = shown - KEEP
-        balked = (i for i, line in enumerate(tokens[: max(0, start - first)]) if has_error(line))
-        at = next(balked, start - first)  # not past a line the lexer balked at
-        fresh = at > 0 and not texts[at].startswith("\ufeff")  # (lexers drop a leading BOM)
-        if fresh and lex(self._lexer, texts[at:]) == tokens[at:]:
-            anchors.append(first + at)
-        if shown - anchors[-1] > WINDOW:  # inside a long string or comment: on anyway
-            anchors.append(start)
-        self._place(first, tokens)
+        self._out = True
+        self._sent += 1
+        job = partial(_lex_from, self._lexer, texts, first, shown)
+        self._lexing.submit(job, partial(self._lexed, self._sent))
+
+    def _lexed(self, sent: int, lexed: _Lexed) -> None:
+        """A job is back (on the UI loop): its lines are shown by the next `take_lexed`.
+        The next job goes out at once."""
+        if sent != self._sent:
+            return
+        self._out = False
+        first, tokens, anchors = lexed
+        self._anchors.extend(anchors)
+        self._ready.append((first, tokens))
+        if self._again:
+            self._relex()
+
+    def lex_now(self) -> None:
+        """From now on lex on the caller's turn, the job out and the text waiting too (the
+        reply has ended: its last frame shows it all, without waiting on the worker)."""
+        self._lexing = Inline()
+        if self._out or self._again:
+            self._out = False  # the job out is dropped when it comes back
+            self._relex()
+
+    def take_lexed(self) -> None:
+        """Show the lines lexed since the last call (the frame's turn: the block's
+        height changes only as the reply is read)."""
+        for first, tokens in self._ready:
+            self._place(first, tokens)
+        self._ready.clear()
 
     def _place(self, first: int, tokens: list[Line]) -> None:
         """Lines from `first` on have these tokens: count their rows (a line that fits is
@@ -232,7 +309,30 @@ class LiveCode:
             self.waiting = False
             self._lexer = _lexer(self.language)
             self._anchors = [0]
-            self._tokens.clear()
-            self._drawn.clear()
-            self._starts.clear()
-            self._relex()
+            self._out = False  # a job out lexed with the plain lexer: dropped
+            self._relex()  # the plain lines stay shown until the job is back
+
+
+_Lexed = tuple[int, list[Line], list[int]]
+"""A job's result: the first line lexed, the lines' tokens, the anchors found."""
+
+
+def _lex_from(lexer: Lexer, texts: list[str], first: int, shown: int) -> _Lexed:
+    """Lex `texts`, lines `first` to `shown` of the block, from the lexer's start state, and
+    find where the anchor moves: the first of the last `KEEP` lines, if lexing from there
+    alone gives the same tokens (and no line before it balked). Runs off the UI loop; it
+    never raises (the lines are plain if the lexer does)."""
+    try:
+        tokens = lex(lexer, texts)
+        start = shown - KEEP
+        anchors = []
+        balked = (i for i, line in enumerate(tokens[: max(0, start - first)]) if has_error(line))
+        at = next(balked, start - first)  # not past a line the lexer balked at
+        fresh = at > 0 and not texts[at].startswith("\ufeff")  # (lexers drop a leading BOM)
+        if fresh and lex(lexer, texts[at:]) == tokens[at:]:
+            anchors.append(first + at)
+        if shown - (anchors[-1] if anchors else first) > WINDOW:  # inside a long string
+            anchors.append(start)
+        return first, tokens, anchors
+    except Exception:  # a lexer's own failure: the lines drawn plain, as Rich would not
+        return first, plain(texts), []

@@ -14,6 +14,7 @@ Rich drew for the line it was learnt from, or composing stops for the block.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,15 +37,19 @@ KINDS: list[Any] = []
 ERRORS: set[int] = set()
 """The numbers of the error kinds (text the lexer could not match)."""
 _NUMBERS: dict[Any, int] = {}
+_numbering = threading.Lock()
 
 
 def kind_number(kind: Any) -> int:
     number = _NUMBERS.get(kind)
     if number is None:
-        number = _NUMBERS[kind] = len(KINDS)
-        KINDS.append(kind)
-        if kind in Token.Error:
-            ERRORS.add(number)
+        with _numbering:  # lexing runs in a worker thread, or on the loop
+            number = _NUMBERS.get(kind)
+            if number is None:
+                if kind in Token.Error:
+                    ERRORS.add(len(KINDS))
+                KINDS.append(kind)
+                number = _NUMBERS[kind] = len(KINDS) - 1
     return number
 
 
@@ -68,9 +73,14 @@ def lex(lexer: Lexer, texts: list[str]) -> list[Line]:
                 lines.append(([], []))
     lines.pop()
     if len(lines) != len(texts):  # a lexer that does not give its text back: drawn plain
-        plain = kind_number(Token.Text)
-        return [((text + "\n",), (plain,)) for text in texts]
+        return plain(texts)
     return [(tuple(values), tuple(kinds)) for values, kinds in lines]
+
+
+def plain(texts: list[str]) -> list[Line]:
+    """Each line as one token of plain text."""
+    number = kind_number(Token.Text)
+    return [((text + "\n",), (number,)) for text in texts]
 
 
 def line_text(line: Line) -> str:

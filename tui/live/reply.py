@@ -11,6 +11,9 @@ what follows. A part's rows are the rows Rich draws for the whole reply
 there, blank rows between parts included (finished blocks are drawn after a
 stand-in for the part above, see `render_after`), so the rows are the reply's.
 
+A code block may be lexed off the loop (`lexing`): it then shows the lines lexed
+so far, and a frame takes the lines lexed since the last one (`update`).
+
 `take_changed` says from which row on the rows may differ since it was last
 asked (the rows above are kept parts, or the finished lines of the block being
 streamed), so the widget repaints only those rows. A new width or style draws
@@ -27,6 +30,7 @@ from typing import TYPE_CHECKING, Protocol
 from textual.strip import Strip
 
 from tui.live.code import LiveCode
+from tui.live.lexing import Lexing
 from tui.live.markdown import (
     Draw,
     LiveMarkdown,
@@ -97,10 +101,11 @@ class _Blocks:
 
 
 class LiveReply:
-    """A streamed reply's rows at one width and style."""
+    """A streamed reply's rows at one width and style; its code is lexed by `lexing`."""
 
-    def __init__(self, draw: Draw) -> None:
+    def __init__(self, draw: Draw, lexing: Lexing | None = None) -> None:
         self._draw = draw
+        self._lexing = lexing
         self._fed: list[str] = []
         self._pending: list[str] = []
         self.parts: list[Part] = []
@@ -115,6 +120,8 @@ class LiveReply:
         """The part reading the block being streamed."""
         self._changed: int | None = None
         """The first row that may differ since `take_changed` (None: none does)."""
+        self._relexing: list[LiveCode] = []
+        """Kept code blocks being lexed again off the loop (their lexer was built)."""
 
     @property
     def draw(self) -> Draw:
@@ -140,10 +147,26 @@ class LiveReply:
             self._fed.append(text)
             self._pending.append(text)
 
+    @property
+    def lexing(self) -> bool:
+        """Code is being lexed off the loop: not all of it is shown yet."""
+        code = [*self._relexing, self._mode]
+        return any(isinstance(part, LiveCode) and part.lexing for part in code)
+
+    def lex_now(self) -> None:
+        """The reply has ended: its code is lexed on the caller's turn from now on, what is
+        out or waiting included, so the next `update` reads every line."""
+        self._lexing = None
+        for part in (*self._relexing, self._mode):
+            if isinstance(part, LiveCode):
+                part.lex_now()
+
     def update(self) -> bool:
-        """Read what was fed since the last frame (the frame's work); False: nothing was."""
-        if not self._pending:
-            return False
+        """Read what was fed since the last frame, and take the code lexed since (the
+        frame's work); False: there was neither."""
+        relexed = self._take_relexed()
+        if not self._pending and not (isinstance(self._mode, LiveCode) and self._mode.relexed):
+            return relexed
         text = "".join(self._pending)
         self._pending.clear()
         self._read(text)
@@ -194,6 +217,8 @@ class LiveReply:
                 continue
             if text:
                 mode.feed(text)
+            if isinstance(mode, LiveCode):
+                mode.take_lexed()
             self._mark(self._kept_height + mode.gap(self._before) + mode.take_changed())
             if isinstance(mode, LiveParagraph) and mode.broken:
                 self._mode, text = None, mode.text
@@ -217,7 +242,7 @@ class LiveReply:
                 opener, _, body = text[start:].partition("\n")
                 language, theme = _code_block(markdown, block)
                 self._open = ""
-                self._mode = LiveCode(self._draw, opener, language, theme, body)
+                self._mode = LiveCode(self._draw, opener, language, theme, body, self._lexing)
                 return True
         if tops:
             last = tops[-1]
@@ -248,6 +273,17 @@ class LiveReply:
     def _keep(self, part: Part) -> None:
         self.parts.append(part)
         self._place(len(self.parts) - 1)
+
+    def _take_relexed(self) -> bool:
+        """Show the kept code blocks lexed again since the last frame (False: none was)."""
+        taken = [part for part in self._relexing if part.relexed]
+        for part in taken:
+            part.take_lexed()
+            self._mark(self._starts[self.parts.index(part)])
+        self._relexing = [part for part in self._relexing if part.lexing]
+        if taken:
+            self._place(0)
+        return bool(taken)
 
     def _place(self, first: int) -> None:
         """Where each part from `first` on starts (after the blank rows above it)."""
@@ -288,9 +324,15 @@ class LiveReply:
         self._mark(0)
         for part in self.parts:
             part.lexer_built()
+            if isinstance(part, LiveCode):
+                part.take_lexed()  # lexed already, unless off the loop
+                if part.lexing:
+                    self._relexing.append(part)
         self._place(0)
         if self._mode is not None:
             self._mode.lexer_built()
+            if isinstance(self._mode, LiveCode):
+                self._mode.take_lexed()  # lexed already, unless off the loop
         elif self._open_wanted:
             self._draw_open()
 

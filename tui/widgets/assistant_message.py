@@ -6,7 +6,8 @@ and, if none is armed, arms the frame's timer. A frame reads the text
 written since the last one into the reply's rows (tui.live): finished
 blocks are drawn once and kept, a code block's lines are lexed and drawn
 about once each, a long paragraph's rows are kept once they cannot change,
-so a frame costs about the text it adds, however long the reply, and only
+so a frame costs about the text it adds, however long the reply (a code
+block's new lines are lexed off the loop and shown a frame later), and only
 the rows that text changed are drawn again (Textual keeps the others). The
 widget's height is a count of rows, no child is ever mounted, and a row is
 drawn when it is shown. A language whose Pygments lexer is not built yet is
@@ -43,6 +44,7 @@ from engine.util.safe_text import SafeStream, safe_text
 from tui import code_lexers
 from tui.drawn_lines import DrawnReply
 from tui.live import collection
+from tui.live.lexing import OffLoop
 from tui.live.markdown import Draw, Render
 from tui.live.reply import FREEZE_CHARS, LiveReply
 from tui.typed import TypingApp
@@ -105,6 +107,8 @@ class AssistantMessage(PastReply):
         """This reply holds full collections off (tui.live.collection) while it streams."""
         self._repaint: Region | None = None
         """The rows the last read changed, marked dirty (in content coordinates)."""
+        self._relexed = False
+        """Code was lexed off the loop since the last frame read the reply."""
 
     @property
     def text(self) -> str:
@@ -154,9 +158,24 @@ class AssistantMessage(PastReply):
             # Not 0: a Textual timer of 0 seconds never fires (it divides by its interval).
             self._frame = self.set_timer(NOW, self._draw, name="reply frame")
 
+    def _lexed(self) -> None:
+        """Code was lexed off the loop since the last frame: the next frame shows it."""
+        if self._finished or not self.is_mounted:
+            return
+        self._relexed = True
+        if self._frame is None and not self._busy:
+            self._frame = self.set_timer(FRAME, self._draw, name="reply frame")
+
+    @property
+    def lexing(self) -> bool:
+        """Code written is being lexed off the loop, or lexed and not drawn yet."""
+        live = self._live
+        return self._relexed or (self._streaming and live is not None and live.lexing)
+
     def _draw(self) -> None:
         self._frame = None
-        if self._finished or not self._pending or self._busy or not self.is_mounted:
+        due = self._pending or self._relexed
+        if self._finished or not due or self._busy or not self.is_mounted:
             return
         started = time.monotonic()
         held = self._held_for_keys(started)
@@ -198,10 +217,12 @@ class AssistantMessage(PastReply):
         """
         live = self._live
         if live is None:
-            live = self._live = LiveReply(Draw(0, lambda renderable: []))
+            lexing = OffLoop(asyncio.get_running_loop(), self._lexed)
+            live = self._live = LiveReply(Draw(0, lambda renderable: []), lexing)
         live.feed("".join(self._pending))
         self._pending.clear()
         self._pending_chars = 0
+        self._relexed = False
         self._streaming = True
         width = self.size.width
         if not width or live.draw.width != width:
@@ -215,8 +236,10 @@ class AssistantMessage(PastReply):
         if rows is not None or live.height != height:
             self.refresh(*(() if rows is None else (rows,)), layout=live.height != height)
 
-    def _live_at(self, width: int) -> LiveReply:
-        """The streamed rows at `width` and the current style, with the new text read."""
+    def _live_at(self, width: int, *, read: bool = True) -> LiveReply:
+        """The streamed rows at `width` and the current style, with the new text and
+        lexed code read (`read`: a frame or a layout; drawing a row reads none, so the
+        height moves only with the layout)."""
         live = self._live
         assert live is not None
         style = self.visual_style
@@ -224,7 +247,7 @@ class AssistantMessage(PastReply):
         changed = live.draw.width != width or live.draw.key != style
         if changed:
             live.resize(Draw(width, self._renderer(width, style), style))
-        if live.update() or changed:
+        if (read and live.update()) or changed:
             wanted = live.wanted - self._building
             if wanted:
                 self._building |= wanted
@@ -273,7 +296,7 @@ class AssistantMessage(PastReply):
         width = self.size.width
         if not width:
             return Strip.blank(width)
-        return self._live_at(width).row(y)
+        return self._live_at(width, read=False).row(y)
 
     def _size_updated(
         self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
@@ -287,7 +310,7 @@ class AssistantMessage(PastReply):
     def _drawn(self, started: float) -> None:
         """The frame is on screen: the next one waits at least as long as this one took."""
         self._busy = False
-        if self._pending and not self._finished and self._frame is None:
+        if (self._pending or self._relexed) and not self._finished and self._frame is None:
             cost = time.monotonic() - started
             self._frame = self.set_timer(max(FRAME, cost), self._draw, name="reply frame")
 
@@ -331,7 +354,9 @@ class AssistantMessage(PastReply):
             self._frame.stop()
             self._frame = None
         if self._streamed and text == self.text and self.is_mounted:
-            if self._pending:
+            if self._live is not None:
+                self._live.lex_now()  # the last frame shows every line, lexed now
+            if self._pending or self._live is not None:
                 self._show_pending()
             await self._next_frame()
         # The whole reply is parsed and rendered once more, off the loop: a long one
