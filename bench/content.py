@@ -5,10 +5,11 @@
 Each reply of the corpus (devtools/corpus: prose with inline code, lists, tables, fenced
 code blocks of 100 to 10,000 tokens, a 20,000-token mixed reply) is streamed at each rate
 into a fresh `trove` running in tmux at 120x40, from the scripted server in a process of
-its own (bench/_corpus_server.py: real sockets, real SSE, the real `openai` client), while
-a typist presses a letter every 100 ms from the moment the prompt is sent until the whole
-reply is on screen. The screen is read every few milliseconds through a tmux control
-client (bench/_terminal.py). Per reply and rate:
+its own (bench/_corpus_server.py: real sockets, real SSE, the real `openai` client). A
+typist types the prompt into the fresh app at 10 keys/s from its first frame, sends it,
+and goes on pressing a letter every 100 ms until the whole reply is on screen. The screen
+is read every few milliseconds through a tmux control client (bench/_terminal.py). Per
+reply and rate:
 
 * lag: from the server writing the last token to the first screen that shows the reply as
   it finally stands (the transcript's last rows, colours included, scroll bar left out;
@@ -20,6 +21,10 @@ client (bench/_terminal.py). Per reply and rate:
   holds it (the typed letters never repeat a run of five, so the prompt's end says how
   many arrived); p95 and max, and the growth from the first quarter of the keys to the
   last (a cost that grows with the open block shows there).
+
+The keys of the prompt itself, typed while the app starts up (its model client is
+imported and its first reply's drawing prepared in threads meanwhile), have a row of
+their own over every run, against the same target.
 
 With TROVE_BENCH_SLOW_KEYS=1 in the environment, each reply's line also names its three
 slowest keys, when each was pressed (ms after the prompt was sent), and when the server
@@ -159,6 +164,8 @@ class Run:
     """When each of those keys was pressed: milliseconds after the prompt was sent."""
     sent: float = 0.0
     """When the prompt was sent (time.monotonic, the server's clock too)."""
+    prompt_echo_ms: list[float] = field(default_factory=list)
+    """Per key of the prompt, typed into the fresh app."""
     problem: str = ""
 
     @property
@@ -194,8 +201,7 @@ def run_one(tmux: Tmux, server: Server, app: list[str], env: dict[str, str], run
     try:
         wait_screen(tmux, lambda s, text: s.box.startswith(PLACEHOLDER), "a prompt")
         prompt = f"corpus {run.name} {run.rate:.0f}"
-        tmux.type(prompt)
-        wait_screen(tmux, lambda s, text: s.box == prompt, "the prompt typed")
+        run.prompt_echo_ms = type_prompt(tmux, prompt)
         tmux.keys("Enter")
         # Keys typed before the app takes the prompt would be cleared with it.
         wait_screen(tmux, lambda s, text: s.box.startswith(PLACEHOLDER), "the prompt sent")
@@ -207,6 +213,29 @@ def run_one(tmux: Tmux, server: Server, app: list[str], env: dict[str, str], run
         while tmux.running() and time.monotonic() < deadline:
             time.sleep(0.05)
         tmux.stop()
+
+
+def type_prompt(tmux: Tmux, prompt: str) -> list[float]:
+    """Type `prompt` a key every 1/KEYS_PER_SECOND s; each key's echo, in ms (but a
+    space's: the screen does not show a space at the prompt's end)."""
+    pressed: list[float] = []
+    echoed: list[float] = []
+    due = time.monotonic()
+    deadline = due + len(prompt) / KEYS_PER_SECOND + 30
+    while len(echoed) < len(prompt):
+        if len(pressed) < len(prompt) and time.monotonic() >= due:
+            pressed.append(tmux.type(prompt[len(pressed)]))
+            due += 1 / KEYS_PER_SECOND
+        box = read(tmux.screen()).box
+        now = time.monotonic()
+        shown = max((k for k in range(len(pressed) + 1) if box == prompt[:k].rstrip()), default=0)
+        while len(echoed) < shown:
+            echoed.append(now)
+        if now > deadline:
+            raise RuntimeError(f"the prompt never showed {prompt!r}: {box!r}")
+        time.sleep(POLL)
+    keys = zip(prompt, pressed, echoed, strict=True)
+    return [(e - p) * 1000 for key, p, e in keys if key != " "]
 
 
 def watch(tmux: Tmux, server: Server, run: Run) -> None:
@@ -290,6 +319,8 @@ def detail(run: Run) -> str:
             f"; {len(keys)} keys p50 {pct(keys, 0.5):.0f} p95 {pct(keys, 0.95):.0f} "
             f"max {max(keys):.0f} ms" + (f", growth {growth:+.0f} ms" if growth is not None else "")
         )
+    if run.prompt_echo_ms:
+        out += f"; prompt keys max {max(run.prompt_echo_ms):.0f} ms"
     if keys and os.environ.get("TROVE_BENCH_SLOW_KEYS"):
         slow = sorted(zip(keys, run.pressed_at_ms, strict=True), reverse=True)[:3]
         out += "; slowest keys: " + ", ".join(f"{ms:.0f} ms at +{at:.0f}" for ms, at in slow)
@@ -333,6 +364,15 @@ def summary(runs: list[Run], names: Sequence[str], rates: Sequence[float]) -> No
                 f"{worst_growth:+.0f} ms at {at:,.0f} tok/s   target <= +{TARGET_GROWTH_MS:.0f} ms "
                 f"(flat)   {verdict(worst_growth <= TARGET_GROWTH_MS)}"
             )
+    prompt_keys = [ms for r in runs for ms in r.prompt_echo_ms]
+    if prompt_keys:
+        p95, top = pct(prompt_keys, 0.95), max(prompt_keys)
+        ok = p95 <= TARGET_ECHO_P95_MS and top <= TARGET_ECHO_MAX_MS
+        print(
+            f"   key echo typing the prompt into a fresh app ({len(prompt_keys)} keys, "
+            f"{len(runs)} apps): p95 {p95:.0f} ms, max {top:.0f} ms   target p95 <= "
+            f"{TARGET_ECHO_P95_MS:.0f} ms, max <= {TARGET_ECHO_MAX_MS:.0f} ms   {verdict(ok)}"
+        )
     for rate in rates:
         streamed = [r for r in runs if r.rate == rate and r.stream]
         if not streamed:
