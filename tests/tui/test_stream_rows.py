@@ -23,6 +23,7 @@ from textual.visual import Visual, visualize
 from textual.widgets import Static
 
 from tui import code_lexers
+from tui.live.code import LiveCode
 from tui.live.markdown import Draw
 from tui.live.reply import LiveReply
 from tui.typed import TypingApp
@@ -325,3 +326,33 @@ async def test_code_lexed_later_draws_as_the_whole_reply(drawing, name: str) -> 
         assert not reply.lexing
         got, want = rows(reply), whole(text, 90)
         assert got == want, f"{name}, seed {seed}, at the end: " + first_difference(got, want)
+
+
+async def test_the_end_lexes_at_once_what_the_worker_has_not_given_back(drawing) -> None:
+    """The reply ends while a job is out and more code waits behind it: `lex_now` lexes
+    it all on the caller's turn, so the last frame shows the whole reply; the job that
+    comes back late is dropped, and a block that starts after that is lexed at once."""
+    draw, whole = drawing
+    text = CASES["python"]
+    lexing = Deferred()
+    reply = LiveReply(draw(90), lexing)
+    half = len(text) // 2
+    reply.feed(text[:half])
+    reply.update()
+    assert lexing.jobs and reply.lexing  # the block's first job is out, not back
+    reply.feed(text[half:])
+    reply.update()
+    assert rows(reply) != whole(text, 90)
+    reply.lex_now()
+    reply.update()
+    assert not reply.lexing
+    got, want = rows(reply), whole(text, 90)
+    assert got == want, first_difference(got, want)
+    lexing.run(len(lexing.jobs))  # the job sent before the end, back late: dropped
+    assert not any(isinstance(part, LiveCode) and part.relexed for part in reply.parts)
+    reply.update()
+    assert rows(reply) == want
+    more = text + "```js\nlet a = 1;\n"
+    reply.feed("```js\nlet a = 1;\n")
+    reply.update()
+    assert not lexing.jobs and rows(reply) == whole(more, 90)
