@@ -28,6 +28,7 @@ ORDER = (
     "tui",
     "request_cost",
     "content",
+    "tmux_stream",
     "scroll",
     "log_replay",
     "rewind",

@@ -1,7 +1,7 @@
 """Benchmark: a long reply streamed into `trove` running in tmux, while a typist types.
 
     python bench/tmux_stream.py [--kind code|prose] [--tokens 10000] [--rates 2000,10000]
-                                [--runs 2] [--keys-per-second 10]
+                                [--runs 4] [--keys-per-second 10]
 
 The scripted server runs in its own process and streams one reply per request:
 a fenced python code block (`code`) or one paragraph (`prose`) of --tokens
@@ -347,7 +347,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--kind", choices=("code", "prose"), default="code")
     parser.add_argument("--tokens", type=int, default=10000)
     parser.add_argument("--rates", default="2000,10000")
-    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=4)
     parser.add_argument("--keys-per-second", type=float, default=10.0)
     parser.add_argument("--serve", choices=("code", "prose"), help=argparse.SUPPRESS)
     parser.add_argument("--rate", type=float, default=2000.0, help=argparse.SUPPRESS)
@@ -390,8 +390,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{args.kind}, {args.tokens} tokens at {rate:.0f} tok/s, {args.runs} runs:")
         worst = max(lags)
         lag_text = ", ".join(f"{lag:.0f}" for lag in lags)
+        at = f"{args.tokens:,} {args.kind} tokens at {rate:,.0f} tok/s"
         print(
-            f"  lag, [DONE] -> whole reply on screen: {lag_text} ms  "
+            f"  lag, {at}, [DONE] -> whole reply on screen: {lag_text} ms  "
             f"(target <= {TARGET_LAG_MS:.0f})  {_verdict(worst <= TARGET_LAG_MS)}"
         )
         print(
@@ -407,7 +408,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             ordered = sorted(echo)
             p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
             print(
-                f"  key echo over {len(echo)} keys: median {statistics.median(echo):.0f} ms, "
+                f"  key echo, {at}, over {len(echo)} keys: median "
+                f"{statistics.median(echo):.0f} ms, "
                 f"p95 {p95:.0f} ms (target <= {TARGET_ECHO_P95_MS:.0f}) "
                 f"{_verdict(p95 <= TARGET_ECHO_P95_MS)}, max {max(echo):.0f} ms "
                 f"(target <= {TARGET_ECHO_MAX_MS:.0f}) {_verdict(max(echo) <= TARGET_ECHO_MAX_MS)}"
