@@ -331,6 +331,16 @@ def detail(run: Run) -> str:
     return out + (f"  ({run.problem})" if run.problem else "")
 
 
+def echo_row(what: str, keys: list[float]) -> None:
+    """One key echo row: p95 and max beside their targets."""
+    p95, top = pct(keys, 0.95), max(keys)
+    ok = p95 <= TARGET_ECHO_P95_MS and top <= TARGET_ECHO_MAX_MS
+    print(
+        f"   key echo {what}: p95 {p95:.0f} ms, max {top:.0f} ms   target p95 <= "
+        f"{TARGET_ECHO_P95_MS:.0f} ms, max <= {TARGET_ECHO_MAX_MS:.0f} ms   {verdict(ok)}"
+    )
+
+
 def summary(runs: list[Run], names: Sequence[str], rates: Sequence[float]) -> None:
     """The rows bench/all.py collects: each figure beside its target."""
     print("\nreal-shaped replies in tmux 120x40, typing 10 keys/s (targets: issue 27)")
@@ -349,13 +359,7 @@ def summary(runs: list[Run], names: Sequence[str], rates: Sequence[float]) -> No
             )
         keys = [ms for r in mine for ms in r.echo_ms]
         if keys:
-            p95, top = pct(keys, 0.95), max(keys)
-            ok = p95 <= TARGET_ECHO_P95_MS and top <= TARGET_ECHO_MAX_MS
-            print(
-                f"   key echo {name} ({len(keys)} keys): p95 {p95:.0f} ms, max {top:.0f} ms   "
-                f"target p95 <= {TARGET_ECHO_P95_MS:.0f} ms, max <= {TARGET_ECHO_MAX_MS:.0f} ms   "
-                f"{verdict(ok)}"
-            )
+            echo_row(f"{name} ({len(keys)} keys)", keys)
         growths = [(r.growth_ms, r.rate) for r in mine if r.growth_ms is not None]
         if growths:
             worst_growth, at = max(growths)
@@ -366,12 +370,9 @@ def summary(runs: list[Run], names: Sequence[str], rates: Sequence[float]) -> No
             )
     prompt_keys = [ms for r in runs for ms in r.prompt_echo_ms]
     if prompt_keys:
-        p95, top = pct(prompt_keys, 0.95), max(prompt_keys)
-        ok = p95 <= TARGET_ECHO_P95_MS and top <= TARGET_ECHO_MAX_MS
-        print(
-            f"   key echo typing the prompt into a fresh app ({len(prompt_keys)} keys, "
-            f"{len(runs)} apps): p95 {p95:.0f} ms, max {top:.0f} ms   target p95 <= "
-            f"{TARGET_ECHO_P95_MS:.0f} ms, max <= {TARGET_ECHO_MAX_MS:.0f} ms   {verdict(ok)}"
+        echo_row(
+            f"typing the prompt into a fresh app ({len(prompt_keys)} keys, {len(runs)} apps)",
+            prompt_keys,
         )
     for rate in rates:
         streamed = [r for r in runs if r.rate == rate and r.stream]
