@@ -356,3 +356,23 @@ async def test_the_end_lexes_at_once_what_the_worker_has_not_given_back(drawing)
     reply.feed("```js\nlet a = 1;\n")
     reply.update()
     assert not lexing.jobs and rows(reply) == whole(more, 90)
+
+
+async def test_a_lexer_that_fails_leaves_its_lines_plain(drawing, monkeypatch) -> None:
+    """Pygments raising inside a job (on the worker thread, or at once) draws the block's
+    lines as plain text, as Rich draws a block in a language it does not know."""
+    draw, whole = drawing
+
+    def broken(lexer: Any, texts: list[str]) -> Any:
+        raise RuntimeError("a lexer's own bug")
+
+    monkeypatch.setattr("tui.live.code.lex", broken)
+    lexing = Deferred()
+    reply = LiveReply(draw(90), lexing)
+    reply.feed("```python\ndef f(x):\n    return x\n")
+    lexing.drain(reply)
+    reply.feed("```\n")
+    lexing.drain(reply)
+    assert not reply.lexing
+    got, want = rows(reply), whole("```text\ndef f(x):\n    return x\n```\n", 90)
+    assert got == want, first_difference(got, want)
