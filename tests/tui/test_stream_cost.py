@@ -14,6 +14,7 @@ block is highlighted, as the replayed path does.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -25,7 +26,7 @@ from rich.markdown import Markdown as RichMarkdown
 from rich.syntax import Syntax
 from textual.visual import Visual, visualize
 
-from tests.tui.conftest import LIMIT, until
+from tests.tui.conftest import LIMIT, ROUNDS, until
 from tui import code_lexers
 from tui.typed import TypingApp
 from tui.widgets.assistant_message import AssistantMessage
@@ -78,9 +79,19 @@ async def frame(message: AssistantMessage, pilot: Any) -> None:
         message._draw()
         while message._busy:  # until the frame reached the screen
             await pilot.pause(0)
-        await until(pilot, lambda: message._live is None or not message._live.lexing)
+        await lexed(message)
         if not message.lexing:
             return
+
+
+async def lexed(message: AssistantMessage) -> None:
+    """Until the worker's lexing job is back on the loop (a state wait: the loop turns
+    without drawing, so the job's thread gets the interpreter)."""
+    for _ in range(ROUNDS * 1000):
+        if message._live is None or not message._live.lexing:
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the lexing job never came back")
 
 
 def code_lines(count: int) -> Iterator[str]:
