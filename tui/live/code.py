@@ -87,7 +87,7 @@ class LiveCode:
         self._out = False
         """A lexing job is out."""
         self._again = False
-        """Text came, or the lexer changed, since the job out was sent."""
+        """Text came since the job out was sent (only ever set while one is out)."""
         self._sent = 0
         """The number of the last job sent: a job back with another number was dropped
         (the lexer changed, or its lines were lexed at once)."""
@@ -140,7 +140,7 @@ class LiveCode:
     @property
     def finished(self) -> bool:
         """The closing fence was fed and every line before it is lexed and shown."""
-        return self._closed and not self._out and not self._again and not self._ready
+        return self._closed and not self._out and not self._ready
 
     @property
     def lexing(self) -> bool:
@@ -240,7 +240,7 @@ class LiveCode:
         """From now on lex on the caller's turn, the job out and the text waiting too (the
         reply has ended: its last frame shows it all, without waiting on the worker)."""
         self._lexing = Inline()
-        if self._out or self._again:
+        if self._out:
             self._out = False  # the job out is dropped when it comes back
             self._relex()
 
@@ -334,5 +334,5 @@ def _lex_from(lexer: Lexer, texts: list[str], first: int, shown: int) -> _Lexed:
         if shown - (anchors[-1] if anchors else first) > WINDOW:  # inside a long string
             anchors.append(start)
         return first, tokens, anchors
-    except Exception:  # a lexer's own failure: the lines drawn plain, as Rich would not
+    except Exception:  # a lexer's own failure: the lines are drawn plain, the frame goes on
         return first, plain(texts), []
