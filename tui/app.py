@@ -31,6 +31,7 @@ from tui import code_lexers, drawn_lines
 from tui.live import collection
 from tui.screens.chat import ChatScreen
 from tui.screens.chat_settings import ChatSettings
+from tui.screens.input_echo import ECHOED, EchoingScreen
 from tui.screens.thread_controller import ThreadController
 from tui.typed import TypingApp
 from tui.ui_state import UiState, load_state, save_state, theme_to_use
@@ -209,6 +210,10 @@ class TroveApp(TypingApp[int]):
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key):
             self.chat.key_seen(event.key)
+        if isinstance(event, ECHOED) and self.screen_stack:
+            screen = self.screen
+            if isinstance(screen, EchoingScreen):
+                screen.input_arrived()
         await super().on_event(event)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -9,8 +9,9 @@ tui/screens: the thread as drawn (thread_view), sending the prompt
 (prompt_sender), commands (command_runner) and what they ask of the screen
 (front_end), the queue (queue_editor), the prompt's drafts (prompt_drafts),
 Esc and Ctrl+C (cancel_keys), the inspector (inspector_pane), stray text (stray_text),
-and what follows a thread's first frame (warm_up). Over 400 lines: the one place
-where those parts meet, each message routed in a few lines.
+and what follows a thread's first frame (warm_up); as an `EchoingScreen` (input_echo)
+it draws a key's frame at once. Over 400 lines: the one place where those parts meet,
+each message routed in a few lines.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.screen import Screen
 
 from engine.model.backend import Backend
 from engine.runtime import Runtime
@@ -45,6 +45,7 @@ from tui.screens.cancel_keys import CancelKeys
 from tui.screens.chat_settings import ChatSettings
 from tui.screens.command_runner import CommandRunner
 from tui.screens.front_end import ChatFrontEnd
+from tui.screens.input_echo import EchoingScreen
 from tui.screens.inspector_pane import InspectorPane
 from tui.screens.prompt_drafts import PromptDrafts
 from tui.screens.prompt_sender import PromptSender
@@ -65,7 +66,7 @@ from tui.widgets.transcript import Transcript
 from tui.widgets.welcome import placeholder
 
 
-class ChatScreen(Screen[None]):
+class ChatScreen(EchoingScreen[None]):
     CSS_PATH = "chat.tcss"
     # Tab from the prompt goes to the queue while prompts wait in it (README, help);
     # otherwise, and from anywhere else, it moves the focus as usual. More of this screen's
