@@ -146,6 +146,7 @@ async def test_inspector_tabs_focus_their_input_and_typing_reaches_it(app_factor
     first in the box (it never lands in the results list)."""
     from textual.widgets import TabbedContent
 
+    from tui.inspector.inspector import ArchiveInspector
     from tui.inspector.search_tab import ResultList, SearchBox
 
     server.script(s.text("The code is ZEBRA-41."), s.text("ok"))
@@ -154,7 +155,9 @@ async def test_inspector_tabs_focus_their_input_and_typing_reaches_it(app_factor
         await settle(pilot)
         await say(pilot, "remember ZEBRA-41")
         await pilot.press("ctrl+o")
-        await until(pilot, lambda: app.chat.inspector_shown)
+        inspector = app.query_one(ArchiveInspector)
+        # Its keys are its own once it holds the focus (its data read off the loop first).
+        await until(pilot, lambda: inspector.has_focus_within)
         await pilot.press("f2")
         await pilot.pause()
         tabs = app.query_one("#inspector-tabs", TabbedContent)

@@ -35,6 +35,7 @@ from tui.inspector.reader_tab import ReaderTab
 from tui.inspector.search_tab import SearchBox, SearchTab
 from tui.inspector.status_words import DISABLED
 from tui.inspector.tab import InspectorTab
+from tui.inspector.tab_switcher import TabSwitcher
 from tui.messages import CloseInspector
 from tui.typed import stray_character
 
@@ -78,7 +79,7 @@ class ArchiveInspector(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(Content(OPENING), id="inspector-off")
-        with TabbedContent(id="inspector-tabs", initial="batches"):
+        with TabSwitcher(id="inspector-tabs", initial="batches"):
             with TabPane("Batches", id="batches"):
                 yield BatchesTab(id="batches-tab")
             with TabPane("Search", id="search"):
