@@ -60,12 +60,44 @@ async def test_a_finished_reply_is_one_widget_drawn_like_a_resumed_one(app_facto
         assert drawn(resumed) == live
 
 
-async def test_a_long_reply_is_rendered_whole_off_the_loop_once_it_ends(
+async def test_a_long_reply_keeps_its_streamed_rows_and_draws_as_a_resumed_one(
     app_factory, server, monkeypatch
 ):
-    """The end of a reply renders the whole text again (as a resumed one is drawn); for a
-    long reply that took tens of milliseconds of the UI loop, so it runs in a worker thread
-    and the loop only installs the lines: drawing the reply afterwards renders nothing."""
+    """A long reply streamed to its end keeps the rows it streamed as its lines: the
+    reply is not parsed and rendered again, and it draws as the resumed reply does."""
+    from tui.widgets import assistant_message
+
+    made: list[str] = []
+    real = assistant_message._render_whole
+
+    def spy(*args):
+        made.append("render")
+        return real(*args)
+
+    monkeypatch.setattr(assistant_message, "_render_whole", spy)
+    text = "\n\n".join(f"Paragraph {i}: " + "word " * 60 for i in range(40))
+    server.script(s.text(text))
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        await say(pilot, "a long one")
+        (reply,) = app.query(AssistantMessage)
+        assert made == []
+        assert reply._drawn_lines is not None
+        lines = reply._drawn_lines[1]
+        assert len(lines) == reply.size.height
+        assert any("Paragraph 39" in line.text for line in lines[-6:])
+        resumed = await resumed_copy(app, pilot, text)
+        assert resumed.size == reply.size
+        assert drawn(resumed) == drawn(reply)
+
+
+async def test_a_long_reply_is_rendered_whole_off_the_loop_when_its_rows_cannot_stay(
+    app_factory, server, monkeypatch
+):
+    """When the streamed rows cannot be the reply's lines, the whole text is rendered
+    again; for a long reply that took tens of milliseconds of the UI loop, so it runs in a
+    worker thread and the loop only installs the lines: drawing afterwards renders nothing."""
     import threading
 
     from tui.widgets import assistant_message
@@ -79,6 +111,7 @@ async def test_a_long_reply_is_rendered_whole_off_the_loop_once_it_ends(
         return source, lines
 
     monkeypatch.setattr(assistant_message, "_render_whole", spy)
+    monkeypatch.setattr(AssistantMessage, "_streamed_lines", lambda *args: None)
     text = "\n\n".join(f"Paragraph {i}: " + "word " * 60 for i in range(40))
     server.script(s.text(text))
     app = app_factory()

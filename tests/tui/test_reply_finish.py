@@ -154,3 +154,73 @@ async def test_a_frame_held_for_keys_is_drawn_once_enough_text_gathered():
         message.write("x" * HELD_CHARS)
         await until(pilot, lambda: message.drawn.startswith("first words x"))
         assert not message._held
+
+
+MIXED = (
+    "Some **prose** with `code`, then a list:\n\n- one\n- two\n\n"
+    + "```python\n"
+    + "def f(x):\n    return x + 1  # more\n" * 30
+    + "```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nThe end, in a last paragraph."
+)
+
+
+def _whole_lines(message: AssistantMessage, text: str) -> list[object]:
+    """The lines a finished reply of `text` draws, rendered whole as a past reply's."""
+    from rich.markdown import Markdown
+    from textual.visual import Visual, visualize
+
+    lines = Visual.to_strips(
+        message,
+        visualize(message, Markdown(text)),
+        message.size.width,
+        None,
+        message.visual_style,
+    )
+    return [list(line) for line in lines]
+
+
+async def test_the_streamed_rows_become_the_finished_replys_lines(monkeypatch):
+    """When the rows streamed are the reply's (its text, every block lexed), the end keeps
+    them: the reply is not parsed and rendered whole once more, and its lines are the
+    lines that render would draw."""
+    from tui import code_lexers
+    from tui.widgets import assistant_message
+
+    code_lexers.build({"python"})
+    rendered_whole: list[str] = []
+    monkeypatch.setattr(
+        assistant_message, "_render_whole", lambda *a: rendered_whole.append("whole")
+    )
+    app: TypingApp[None] = TypingApp()
+    async with app.run_test(size=(90, 40)) as pilot:
+        message = AssistantMessage()
+        await app.mount(message)
+        for at in range(0, len(MIXED), 37):
+            message.write(MIXED[at : at + 37])
+            await asyncio.sleep(0)
+        while message.drawn != MIXED:  # frames drew it all (none is in the end's way)
+            await pilot.pause()
+        await message.finish(MIXED)
+        await pilot.pause()
+        assert rendered_whole == []
+        width = message.size.width
+        kept = message._drawn_lines
+        assert kept is not None and kept[0] == message._key(width)
+        assert [list(line) for line in kept[1]] == _whole_lines(message, MIXED)
+        assert shown(message) == " ".join(
+            " ".join(line.text for line in message.render_lines(message.region)).split()
+        )
+
+
+async def test_a_reply_whose_log_text_differs_from_the_stream_is_rendered_whole():
+    """The log's text wins (a torn or cleaned-up reply): the rows streamed are not its."""
+    app: TypingApp[None] = TypingApp()
+    async with app.run_test(size=(90, 40)) as pilot:
+        message = AssistantMessage()
+        await app.mount(message)
+        message.write("A reply as streamed, with a word too many.")
+        while not message.drawn:
+            await pilot.pause()
+        await message.finish("A reply as logged.")
+        await pilot.pause()
+        assert shown(message) == "A reply as logged."

@@ -344,9 +344,10 @@ class AssistantMessage(PastReply):
         When it is the text that was streamed, the part no frame drew yet is
         drawn first, so the whole reply is on screen at the cost of the text
         not read yet; the reply may end in the same tick as its last delta,
-        before any frame showed it. Then, after that frame, the streamed rows
-        give way to one render of the log's text (a torn or cleaned-up reply
-        goes straight to it).
+        before any frame showed it. After that frame the streamed rows stay as
+        the reply's lines when they are those lines (`_streamed_lines`); else
+        they give way to one render of the log's text, off the loop (a torn or
+        cleaned-up reply goes straight to it).
         """
         text = safe_text(text)
         self._finished = True
@@ -359,9 +360,16 @@ class AssistantMessage(PastReply):
             if self._pending or self._live is not None:
                 self._show_pending()
             await self._next_frame()
+        width, style = self.size.width, self.visual_style
+        streamed = self._streamed_lines(text, width, style)
+        if streamed is not None:
+            self._streaming = False
+            self._live = None
+            self.show_drawn(text, streamed)
+            self._ended(cancelled, interrupted)
+            return
         # The whole reply is parsed and rendered once more, off the loop: a long one
         # takes tens of milliseconds, and the streamed rows stay on screen meanwhile.
-        width, style = self.size.width, self.visual_style
         rendered = None
         if self.is_mounted and width:
             with contextlib.suppress(Exception):  # the loop renders it then, as any reply
@@ -374,6 +382,24 @@ class AssistantMessage(PastReply):
         if lines is not None and self.size.width == width and self.visual_style == style:
             self.plain_code = False
             self._drawn_lines = (self._key(width), lines)
+        self._ended(cancelled, interrupted)
+
+    def _streamed_lines(self, text: str, width: int, style: VisualStyle) -> list[Strip] | None:
+        """The streamed rows as the finished reply's lines, when they are those lines: the
+        text streamed is the log's, every line of it read, at this width and style, and
+        every code block lexed with its language's lexer (a part's rows are the rows Rich
+        draws for the whole reply, tui.live). None: render the whole reply again."""
+        live = self._live
+        if live is None or not self._streaming or not width or not self.is_mounted:
+            return None
+        if live.draw.width != width or live.draw.key != style or live.text != text:
+            return None
+        live = self._live_at(width)
+        if live.lexing or live.wanted:
+            return None
+        return [live.row(y) for y in range(live.height)]
+
+    def _ended(self, cancelled: bool, interrupted: bool) -> None:
         if cancelled:
             self.add_class("-cancelled")
         if interrupted:

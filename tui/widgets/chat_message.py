@@ -104,6 +104,14 @@ class PastReply(PlacedOnce, Static):
         self._bind(text, seq, drawn)
         self.update(_ReplyMarkdown(text))
 
+    def show_drawn(self, text: str, lines: list[Strip]) -> None:
+        """Show `text`, whose lines at the current width and style are `lines`, drawn
+        already: its Markdown is parsed only if it must be drawn again (another width)."""
+        self.text = text
+        self.update(_ReplyMarkdown(text))
+        self.plain_code = False
+        self._drawn_lines = (self._key(self.size.width), lines)
+
     def _key(self, width: int) -> tuple[Any, ...]:
         code = code_lexers.generation if self.plain_code else -1
         style = self.visual_style
