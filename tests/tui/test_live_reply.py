@@ -111,7 +111,11 @@ async def test_a_long_reply_is_rendered_whole_off_the_loop_when_its_rows_cannot_
         return source, lines
 
     monkeypatch.setattr(assistant_message, "_render_whole", spy)
-    monkeypatch.setattr(AssistantMessage, "_streamed_lines", lambda *args: None)
+
+    async def none(*args: object) -> None:
+        return None
+
+    monkeypatch.setattr(AssistantMessage, "_streamed_lines", none)
     text = "\n\n".join(f"Paragraph {i}: " + "word " * 60 for i in range(40))
     server.script(s.text(text))
     app = app_factory()

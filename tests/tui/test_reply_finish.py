@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from textual.geometry import Region
 
 from tui.typed import TypingApp
@@ -179,13 +180,16 @@ def _whole_lines(message: AssistantMessage, text: str) -> list[object]:
     return [list(line) for line in lines]
 
 
-async def test_the_streamed_rows_become_the_finished_replys_lines(monkeypatch):
+@pytest.mark.parametrize(("rows_a_turn", "framed"), [(256, True), (7, True), (256, False)])
+async def test_the_streamed_rows_become_the_finished_replys_lines(monkeypatch, rows_a_turn, framed):
     """When the rows streamed are the reply's (its text, every block lexed), the end keeps
     them: the reply is not parsed and rendered whole once more, and its lines are the
-    lines that render would draw."""
+    lines that render would draw, however many turns of the loop taking them took, and
+    when the reply ends before any frame drew it (its code lexed at once)."""
     from tui import code_lexers
     from tui.widgets import assistant_message
 
+    monkeypatch.setattr(assistant_message, "ROWS_A_TURN", rows_a_turn)
     code_lexers.build({"python"})
     rendered_whole: list[str] = []
     monkeypatch.setattr(
@@ -198,8 +202,8 @@ async def test_the_streamed_rows_become_the_finished_replys_lines(monkeypatch):
         for at in range(0, len(MIXED), 37):
             message.write(MIXED[at : at + 37])
             await asyncio.sleep(0)
-        while message.drawn != MIXED:  # frames drew it all (none is in the end's way)
-            await pilot.pause()
+        while framed and not (message._streaming and message.drawn == MIXED):
+            await pilot.pause()  # frames drew it all (none is in the end's way)
         await message.finish(MIXED)
         await pilot.pause()
         assert rendered_whole == []

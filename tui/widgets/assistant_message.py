@@ -70,6 +70,8 @@ NOW = 0.001
 """Seconds before a frame that is due at once."""
 FRAME_WAIT = 1.0
 """Seconds the end waits, at most, for the frame showing the whole streamed text."""
+ROWS_A_TURN = 256
+"""Rows of a finished reply taken per turn of the loop when its streamed rows are kept."""
 SPARE_ROWS = 4
 """Rows past the reply's end repainted with the rows that changed (its bottom padding
 moves as it grows)."""
@@ -355,13 +357,16 @@ class AssistantMessage(PastReply):
             self._frame.stop()
             self._frame = None
         if self._streamed and text == self.text and self.is_mounted:
-            if self._live is not None:
-                self._live.lex_now()  # the last frame shows every line, lexed now
-            if self._pending or self._live is not None:
-                self._show_pending()
+            # The last frame shows every line, lexed now (a reply that ends before its
+            # first frame has no job out: its code is lexed on this turn from the start).
+            if self._live is None:
+                self._live = LiveReply(Draw(0, lambda renderable: []))
+            else:
+                self._live.lex_now()
+            self._show_pending()
             await self._next_frame()
         width, style = self.size.width, self.visual_style
-        streamed = self._streamed_lines(text, width, style)
+        streamed = await self._streamed_lines(text, width, style)
         if streamed is not None:
             self._streaming = False
             self._live = None
@@ -384,11 +389,16 @@ class AssistantMessage(PastReply):
             self._drawn_lines = (self._key(width), lines)
         self._ended(cancelled, interrupted)
 
-    def _streamed_lines(self, text: str, width: int, style: VisualStyle) -> list[Strip] | None:
+    async def _streamed_lines(
+        self, text: str, width: int, style: VisualStyle
+    ) -> list[Strip] | None:
         """The streamed rows as the finished reply's lines, when they are those lines: the
         text streamed is the log's, every line of it read, at this width and style, and
         every code block lexed with its language's lexer (a part's rows are the rows Rich
-        draws for the whole reply, tui.live). None: render the whole reply again."""
+        draws for the whole reply, tui.live). None: render the whole reply again.
+
+        A long reply's rows are taken a slice per turn of the loop (a code block's rows
+        are composed as they are taken), so keys pressed meanwhile echo."""
         live = self._live
         if live is None or not self._streaming or not width or not self.is_mounted:
             return None
@@ -397,7 +407,17 @@ class AssistantMessage(PastReply):
         live = self._live_at(width)
         if live.lexing or live.wanted:
             return None
-        return [live.row(y) for y in range(live.height)]
+        height = live.height
+        lines: list[Strip] = []
+        for start in range(0, height, ROWS_A_TURN):
+            if start:
+                await asyncio.sleep(0)
+                if self._live is not live or not self.is_mounted:
+                    return None
+                if (self.size.width, self.visual_style, live.height) != (width, style, height):
+                    return None
+            lines.extend(live.row(y) for y in range(start, min(start + ROWS_A_TURN, height)))
+        return lines
 
     def _ended(self, cancelled: bool, interrupted: bool) -> None:
         if cancelled:
