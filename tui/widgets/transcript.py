@@ -30,6 +30,7 @@ from engine import events as ev
 from engine.events import LogEvent
 from engine.log import LogCorruptError
 from tui.drawn_lines import DrawnReply, Kept
+from tui.startup import switching
 from tui.widgets.chat_message import Notice, PastReply, UserMessage, draw_ahead
 from tui.widgets.checkpoint_block import CheckpointBlock
 from tui.widgets.load_button import LoadButton
@@ -712,7 +713,8 @@ class Transcript(VerticalScroll):
             return
         events = self.events
         try:
-            read = await asyncio.to_thread(events.__getitem__, slice(first, end))
+            with switching.short_while():
+                read = await asyncio.to_thread(events.__getitem__, slice(first, end))
         except LogCorruptError:
             return  # building the slice reads it again and says so
         if events is self.events:  # not another thread's, opened meanwhile
@@ -747,7 +749,8 @@ class Transcript(VerticalScroll):
         replies = [(s, text) for s, text in slice_replies.items() if s not in self._drawn_ahead]
         if replies:
             shown = self.events
-            drawn = await asyncio.to_thread(draw_ahead, template, replies)
+            with switching.short_while():
+                drawn = await asyncio.to_thread(draw_ahead, template, replies)
             if self.events is shown:  # not another thread's, opened meanwhile
                 self._drawn_ahead.update(drawn)
 
