@@ -70,7 +70,7 @@ def _run_app(
 
     from engine.config import ConfigError
     from tui.app import TroveApp
-    from tui.startup import strip_caches, strip_cycles, switching
+    from tui.startup import full_map, strip_caches, strip_cycles, switching
     from tui.startup.geometry_caches import bound_geometry_caches
 
     if config.ui.theme not in BUILTIN_THEMES:
@@ -88,6 +88,7 @@ def _run_app(
     bound_geometry_caches()
     strip_cycles.install()
     strip_caches.install()
+    full_map.install()
     app = TroveApp(config, home, thread_id=thread_id, backend=backend, early=early)
     switching.starting()
     try:
