@@ -193,3 +193,34 @@ async def test_a_click_on_the_call_line_toggles_the_block_and_one_below_it_does_
         await pilot.pause()
         assert block.collapsed
         assert '"status": "ok",' not in screen_text(pilot)
+
+
+async def test_the_call_line_follows_focus_and_the_theme(app_factory, server):
+    """The block keeps its styles between layouts; focus, blur and a new theme draw its
+    lines with the styles of now, as a block drawn afresh draws them."""
+    server.script(s.tool_calls([("task_note", {"key": "code", "content": NOTE})]), s.text("Ok."))
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.runtime.driver.send("remember the code")
+        await settle(pilot)
+        block = app.query_one(ToolBlock)
+
+        def afresh(y: int) -> object:
+            kept = block._drawn, block._styles
+            block._drawn = block._styles = None
+            line = block.render_line(y)
+            block._drawn, block._styles = kept
+            return line
+
+        unfocused = block.render_line(0)
+        assert unfocused == afresh(0)
+        block.focus_title()
+        await until(pilot, lambda: block.has_focus and block.render_line(0) != unfocused)
+        assert block.render_line(0) == afresh(0)
+        app.screen.focus_next()
+        await until(pilot, lambda: not block.has_focus and block.render_line(0) == unfocused)
+        summary = block.render_line(1)
+        app.theme = "textual-light" if app.theme != "textual-light" else "nord"
+        await until(pilot, lambda: block.render_line(1) != summary)
+        assert block.render_line(1) == afresh(1)

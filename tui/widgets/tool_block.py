@@ -16,12 +16,15 @@ mounting them (12 blocks: ~110 ms against ~35 for one widget each).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from textual import events
 from textual.binding import Binding
 from textual.content import Content
 from textual.geometry import Size
 from textual.reactive import reactive
 from textual.strip import Strip
+from textual.style import Style as VisualStyle
 from textual.visual import Visual
 from textual.widget import Widget
 
@@ -32,6 +35,13 @@ from tui.widgets.tool_summary import MAX_LINES, call_line, full_text, result_lin
 __all__ = ["MAX_LINES", "ToolBlock"]
 
 _COLLAPSED, _EXPANDED = "▶", "▼"
+
+
+class _Styles(NamedTuple):
+    title: VisualStyle
+    summary: VisualStyle
+    error: VisualStyle
+    widget: VisualStyle
 
 
 class ToolBlock(PlacedOnce, Widget, can_focus=True):
@@ -94,19 +104,32 @@ class ToolBlock(PlacedOnce, Widget, can_focus=True):
         again when the result or the theme changes."""
         self._drawn: tuple[tuple[object, ...], list[Strip]] | None = None
         """The lines as last drawn and what they were drawn for (see `_lines`)."""
+        self._summary: str | None = None
+        """The result's one line (`result_line`), made once per result."""
+        self._styles: _Styles | None = None
+        """The styles the lines are drawn with, until the widget's styles change."""
 
     def _pending(self) -> str:
         return "… running" if self._live else "… no result in the log"
 
     def result_line(self) -> str:
         """What the collapsed block says about the result."""
-        return result_line(self.result) if self.result is not None else self._pending()
+        line = self._summary
+        if line is None:
+            line = result_line(self.result) if self.result is not None else self._pending()
+            self._summary = line
+        return line
 
     def set_result(self, content: str) -> None:
         """The result event arrived (live, or found in the log): show it."""
         self.result = content
         self._body = None
+        self._summary = None
         self.refresh(layout=True)
+
+    def notify_style_update(self) -> None:
+        self._styles = None  # hover, focus, a theme: drawn with the styles of now
+        super().notify_style_update()
 
     def focus_title(self) -> None:
         self.focus()
@@ -148,12 +171,19 @@ class ToolBlock(PlacedOnce, Widget, can_focus=True):
         """The block drawn at `width`, once per width, state and style: the call on one
         line (cut at the width, as a title), the summary and the full view indented by
         two cells on every line they wrap to."""
-        title_style = self.get_visual_style("tool-block--title")
+        styles = self._styles
+        if styles is None:
+            styles = self._styles = _Styles(
+                self.get_visual_style("tool-block--title"),
+                self.get_visual_style("tool-block--summary"),
+                self.get_visual_style("tool-block--error"),
+                self.visual_style,
+            )
+        title_style, _, _, style = styles
         line = self.result_line()
-        kind = "tool-block--error" if line.startswith("✗") else "tool-block--summary"
-        summary_style = self.get_visual_style(kind)
-        style = self.visual_style
-        key = (width, self.collapsed, line, title_style, summary_style, style, self._body)
+        summary_style = styles.error if line.startswith("✗") else styles.summary
+        # A layout measures every block in the window: the key is compared, not made.
+        key = (width, self.collapsed, line, styles, self._body)
         if self._drawn is not None and self._drawn[0] == key:
             return self._drawn[1]
         arrow = _COLLAPSED if self.collapsed else _EXPANDED
