@@ -44,6 +44,7 @@ LAYERS: list[tuple[str, ...]] = [
         "tui.startup.geometry_caches",
         "tui.startup.strip_caches",
         "tui.startup.strip_cycles",
+        "tui.startup.full_map",
         "tui.startup.switching",
         "tui.startup.opening",
     ),

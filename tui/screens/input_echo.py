@@ -1,8 +1,8 @@
 """A screen that draws the echo of a key at once, not at the update timer's next tick.
 
-Textual draws a screen from a timer that ticks at most 60 times a second: a change
-asks for the next tick, so a key pressed just after a frame waits most of a tick for
-its echo, on top of the frame itself (`bench/scroll.py` and `bench/tmux_stream.py`
+Textual draws a screen from a timer (at most `TEXTUAL_FPS` ticks a second; a tick the
+loop was busy for is skipped to the one after): a change asks for the next tick, so a
+key pressed just after a frame waits for that tick, on top of the frame itself (`bench/scroll.py` and `bench/tmux_stream.py`
 measure it). Here, once the screen goes idle after input and something is waiting to
 be drawn, it draws that frame itself, as the timer would have. While more input is
 queued (a burst of keys) the timer draws, as before, so a burst is not a frame a key.
