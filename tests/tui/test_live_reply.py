@@ -60,6 +60,18 @@ async def test_a_finished_reply_is_one_widget_drawn_like_a_resumed_one(app_facto
         assert drawn(resumed) == live
 
 
+LONG = "\n\n".join(f"Paragraph {i}: " + "word " * 60 for i in range(40))
+
+
+async def _drawn_whole_as_resumed(app: Any, pilot: Any, reply: PastReply, lines: list) -> None:
+    """The finished long reply's lines are all of it, and it draws as the resumed one."""
+    assert len(lines) == reply.size.height
+    assert any("Paragraph 39" in line.text for line in lines[-6:])
+    resumed = await resumed_copy(app, pilot, LONG)
+    assert resumed.size == reply.size
+    assert drawn(resumed) == drawn(reply)
+
+
 async def test_a_long_reply_keeps_its_streamed_rows_and_draws_as_a_resumed_one(
     app_factory, server, monkeypatch
 ):
@@ -75,7 +87,7 @@ async def test_a_long_reply_keeps_its_streamed_rows_and_draws_as_a_resumed_one(
         return real(*args)
 
     monkeypatch.setattr(assistant_message, "_render_whole", spy)
-    text = "\n\n".join(f"Paragraph {i}: " + "word " * 60 for i in range(40))
+    text = LONG
     server.script(s.text(text))
     app = app_factory()
     async with app.run_test(size=(100, 32)) as pilot:
@@ -84,12 +96,7 @@ async def test_a_long_reply_keeps_its_streamed_rows_and_draws_as_a_resumed_one(
         (reply,) = app.query(AssistantMessage)
         assert made == []
         assert reply._drawn_lines is not None
-        lines = reply._drawn_lines[1]
-        assert len(lines) == reply.size.height
-        assert any("Paragraph 39" in line.text for line in lines[-6:])
-        resumed = await resumed_copy(app, pilot, text)
-        assert resumed.size == reply.size
-        assert drawn(resumed) == drawn(reply)
+        await _drawn_whole_as_resumed(app, pilot, reply, reply._drawn_lines[1])
 
 
 async def test_a_long_reply_is_rendered_whole_off_the_loop_when_its_rows_cannot_stay(
@@ -116,7 +123,7 @@ async def test_a_long_reply_is_rendered_whole_off_the_loop_when_its_rows_cannot_
         return None
 
     monkeypatch.setattr(AssistantMessage, "_streamed_lines", none)
-    text = "\n\n".join(f"Paragraph {i}: " + "word " * 60 for i in range(40))
+    text = LONG
     server.script(s.text(text))
     app = app_factory()
     async with app.run_test(size=(100, 32)) as pilot:
@@ -129,11 +136,7 @@ async def test_a_long_reply_is_rendered_whole_off_the_loop_when_its_rows_cannot_
         reply.refresh(layout=True)
         await pilot.pause()
         assert reply._drawn_lines[1] is lines  # the layout and the drawing used them as made
-        assert len(lines) == reply.size.height
-        assert any("Paragraph 39" in line.text for line in lines[-6:])
-        resumed = await resumed_copy(app, pilot, text)
-        assert resumed.size == reply.size
-        assert drawn(resumed) == drawn(reply)
+        await _drawn_whole_as_resumed(app, pilot, reply, lines)
 
 
 async def test_a_turn_holds_full_collections_from_its_start_to_its_end(
