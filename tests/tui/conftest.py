@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual import events
+from textual.keys import _character_to_key
 from textual.pilot import Pilot
 
 from engine import events as ev
@@ -119,7 +121,20 @@ async def until(pilot: Pilot[Any], ready: Callable[[], bool]) -> None:
 
 
 async def type_text(pilot: Pilot[Any], text: str) -> None:
-    await pilot.press(*[("space" if ch == " " else ch) for ch in text])
+    """Type `text` a key at a time, each handled before the next is sent, as `pilot.press`
+    does; but the wait is on the queues (the app's, which hands the key on, then the
+    widgets'), not on the process looking idle for 20 ms twice a key."""
+    app = pilot.app
+    driver = app._driver
+    assert driver is not None
+    for ch in text:
+        key = _character_to_key(ch) if len(ch) == 1 and not ch.isalnum() else ch
+        key_event = events.Key(key, ch)
+        key_event.set_sender(app)
+        driver.send_message(key_event)
+        await pilot._wait_for_screen()  # the app has handed it to the focused widget
+        await pilot._wait_for_screen()  # which has handled it
+    await pilot.pause()
 
 
 async def say(pilot: Pilot[Any], text: str) -> None:
