@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -66,17 +67,27 @@ def child(stats: Path, argv: list[str]) -> int:
                     return int(line.split()[1]) / 1024
         return 0.0
 
+    def write_stats(path: Path, text: str) -> None:
+        path.with_suffix(".tmp").write_text(text)
+        path.with_suffix(".tmp").replace(path)
+
+    writer = ThreadPoolExecutor(max_workers=1)
+
     async def probe(pilot: Any) -> None:
         app = pilot.app
         figures: dict[str, Any] = {"worst": 0.0, "worst_growing": 0.0, "lates": []}
         wrote = time.perf_counter()
+        transcript: Any = None
         while True:
             before = time.perf_counter()
             await asyncio.sleep(0.005)
             now = time.perf_counter()
             late = (now - before - 0.005) * 1000
-            found = app.screen.query("#transcript") if app.screen is not None else []
-            transcript = found.first() if found else None
+            if transcript is None or not transcript.is_attached:
+                # Looked up once, not every beat: a query walks every widget mounted, and
+                # the probe's own work must not be what it measures.
+                found = app.screen.query("#transcript") if app.screen is not None else []
+                transcript = found.first() if found else None
             growing = bool(
                 transcript is not None
                 and (transcript._earlier_to is not None or transcript._newer_to is not None)
@@ -99,8 +110,9 @@ def child(stats: Path, argv: list[str]) -> int:
                     growing=growing or bool(transcript.finishing()),
                     widgets=len(transcript.children),
                 )
-                stats.with_suffix(".tmp").write_text(json.dumps(figures))
-                stats.with_suffix(".tmp").replace(stats)
+                # Written by one thread, in order: the probe's file work is not a stall of
+                # the loop it measures.
+                writer.submit(write_stats, stats, json.dumps(figures))
 
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:
         kwargs["auto_pilot"] = probe
