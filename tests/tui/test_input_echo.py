@@ -81,3 +81,39 @@ async def test_a_page_key_scrolls_the_transcript_and_is_drawn_at_once(
         app.post_message(events.Key("pageup", None))
         await _until(lambda: transcript.scroll_y < bottom and _nothing_to_draw(screen))
         assert app.query_one(PromptInput).has_focus
+
+
+async def test_a_key_in_a_dialog_is_drawn_at_once(app_factory, tmp_path) -> None:
+    """The threads list (over the chat screen) draws the highlight a key moved at once too,
+    and so does the help's scroll."""
+    from textual.widgets import OptionList
+
+    from tui.screens.help import HelpScreen
+    from tui.screens.threads import ThreadsScreen
+
+    home = tmp_path / "home"
+    for name in ("t-one", "t-two", "t-three"):
+        app_on_thread(app_factory, home, name, [ev.UserMessage(text=f"in {name}")])
+    app = app_on_thread(app_factory, home, "t-echo", [ev.UserMessage(text="here")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+t")
+        await _until(lambda: isinstance(app.screen, ThreadsScreen))
+        screen = app.screen
+        options = screen.query_one(OptionList)
+        await _until(lambda: options.highlighted is not None and _nothing_to_draw(screen))
+        first = options.highlighted
+        _stop_the_update_timer(screen)
+        app.post_message(events.Key("down", None))
+        await _until(lambda: options.highlighted != first and _nothing_to_draw(screen))
+        await pilot.press("escape")
+        await _until(lambda: not isinstance(app.screen, ThreadsScreen))
+
+        await pilot.press("f1")
+        await _until(lambda: isinstance(app.screen, HelpScreen))
+        screen = app.screen
+        await _until(lambda: _nothing_to_draw(screen))
+        scrolled = next(w for w in screen.query("*") if w.allow_vertical_scroll)
+        _stop_the_update_timer(screen)
+        app.post_message(events.Key("down", None))
+        await _until(lambda: scrolled.scroll_y > 0 and _nothing_to_draw(screen))

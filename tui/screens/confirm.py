@@ -12,13 +12,13 @@ from typing import Any
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label
 
 from engine.util.safe_text import safe_text
+from tui.screens.input_echo import EchoingModalScreen
 
 
-class ConfirmScreen(ModalScreen[bool]):
+class ConfirmScreen(EchoingModalScreen[bool]):
     CSS_PATH = "confirm.tcss"
     BINDINGS = [
         Binding("y", "answer(True)", "Yes"),

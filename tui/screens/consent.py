@@ -14,17 +14,17 @@ from typing import Any
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from engine.mcp import Answer, ConsentRequest
 from engine.util.safe_text import safe_text
+from tui.screens.input_echo import EchoingModalScreen
 
 ARGUMENT_CHARS = 4000
 """Characters of the arguments the dialog shows; a longer text says how long it was."""
 
 
-class ConsentScreen(ModalScreen[str]):
+class ConsentScreen(EchoingModalScreen[str]):
     CSS_PATH = "consent.tcss"
     BINDINGS = [
         Binding("o", "answer('once')", "Allow once", tooltip="allow this call once"),

@@ -15,10 +15,11 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.dom import DOMNode
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.widgets import Static
 
 from engine.model.backend import Backend
+from tui.screens.input_echo import EchoingModalScreen
 
 NAMES = {
     "escape": "Esc",
@@ -163,7 +164,7 @@ def help_bindings(app: type[App[Any]], screen: type[Screen[Any]]) -> list[Sectio
     return sections
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(EchoingModalScreen[None]):
     CSS_PATH = ["dialog.tcss", "help.tcss"]
     BINDINGS = [Binding("escape,q,f1", "dismiss", "Close", tooltip="close this help")]
 

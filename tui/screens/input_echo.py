@@ -2,16 +2,17 @@
 
 Textual draws a screen from a timer (at most `TEXTUAL_FPS` ticks a second; a tick the
 loop was busy for is skipped to the one after): a change asks for the next tick, so a
-key pressed just after a frame waits for that tick, on top of the frame itself (`bench/scroll.py` and `bench/tmux_stream.py`
-measure it). Here, once the screen goes idle after input and something is waiting to
-be drawn, it draws that frame itself, as the timer would have. While more input is
-queued (a burst of keys) the timer draws, as before, so a burst is not a frame a key.
+key pressed just after a frame waits for that tick, on top of the frame itself
+(`bench/scroll.py` and `bench/tmux_stream.py` measure it). Here, once the screen goes
+idle after input and something is waiting to be drawn, it draws that frame itself, as
+the timer would have. While more input is queued (a burst of keys) the timer draws, as
+before, so a burst is not a frame a key. The chat screen and every dialog over it do.
 """
 
 from __future__ import annotations
 
 from textual import events
-from textual.screen import Screen, ScreenResultType
+from textual.screen import ModalScreen, Screen, ScreenResultType
 
 ECHOED = (events.Key, events.Paste, events.MouseScrollDown, events.MouseScrollUp)
 """Input whose effect is drawn at once (a mouse move is not: it comes in floods)."""
@@ -45,3 +46,8 @@ class EchoingScreen(Screen[ScreenResultType]):
             or self._repaint_required
             or self._dirty_widgets
         )
+
+
+class EchoingModalScreen(EchoingScreen[ScreenResultType], ModalScreen[ScreenResultType]):
+    """A dialog over the chat screen (threads, rewind, help, a question) that draws the
+    frame a key asks for at once, as the chat screen does."""

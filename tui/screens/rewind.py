@@ -15,13 +15,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from engine.runtime import Runtime
 from engine.runtime.rewind import RewindPoint, RewindRefused, points, refusal, rewind
 from engine.util.safe_text import safe_text
+from tui.screens.input_echo import EchoingModalScreen
 
 
 def _when(point: RewindPoint) -> str:
@@ -47,7 +48,7 @@ def _line(point: RewindPoint) -> Content:
     )
 
 
-class RewindScreen(ModalScreen[RewindPoint | None]):
+class RewindScreen(EchoingModalScreen[RewindPoint | None]):
     CSS_PATH = ["dialog.tcss", "rewind.tcss"]
     BINDINGS = [
         Binding("escape", "dismiss_none", "Close", tooltip="close the list; nothing changes")

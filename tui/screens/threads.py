@@ -10,16 +10,16 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
-from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from engine.runtime import Runtime
 from engine.util.safe_text import safe_text
 from engine.workspace.listing import ThreadInfo, list_threads
+from tui.screens.input_echo import EchoingModalScreen
 
 
-class ThreadsScreen(ModalScreen[str | None]):
+class ThreadsScreen(EchoingModalScreen[str | None]):
     CSS_PATH = ["dialog.tcss", "threads.tcss"]
     BINDINGS = [Binding("escape", "dismiss_none", "Close", tooltip="close the list")]
 
