@@ -409,6 +409,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rates", default=",".join(f"{r:.0f}" for r in RATES))
     args = parser.parse_args(argv)
     names = [n for n in args.replies.split(",") if n] or [spec.name for spec in SPECS]
+    unknown = [n for n in names if n not in {spec.name for spec in SPECS}]
+    if unknown:
+        known = ", ".join(spec.name for spec in SPECS)
+        parser.error(f"no corpus reply named {', '.join(unknown)} (there are: {known})")
     rates = [float(r) for r in args.rates.split(",") if r]
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     if not available():
