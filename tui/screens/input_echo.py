@@ -48,6 +48,9 @@ class EchoingScreen(Screen[ScreenResultType]):
         )
 
 
-class EchoingModalScreen(EchoingScreen[ScreenResultType], ModalScreen[ScreenResultType]):
+class EchoingModalScreen(ModalScreen[ScreenResultType], EchoingScreen[ScreenResultType]):
     """A dialog over the chat screen (threads, rewind, help, a question) that draws the
-    frame a key asks for at once, as the chat screen does."""
+    frame a key asks for at once, as the chat screen does.
+
+    ModalScreen comes first: Textual reads default CSS and CSS type names along the
+    first base only, and a dialog's (a see-through background) is ModalScreen's."""
