@@ -173,6 +173,86 @@ async def test_a_long_paragraph_costs_each_frame_the_words_it_adds(monkeypatch) 
         assert [live.row(y) for y in range(live.height)] == whole
 
 
+def drawn_whole(message: AssistantMessage) -> list[Any]:
+    """The rows Rich draws for everything written, at once."""
+    width, style = message.size.width, message.visual_style
+    return Visual.to_strips(
+        message, visualize(message, RichMarkdown(message.drawn)), width, None, style
+    )
+
+
+async def stream_items(
+    message: AssistantMessage, pilot: Any, work: Work, items: list[str], step: int
+) -> list[int]:
+    """Write `items` `step` at a time, a frame after each; the frames whose Markdown
+    parsed is more than the text they add allows (their item numbers)."""
+    over = []
+    for at in range(0, len(items), step):
+        delta = "".join(items[at : at + step])
+        message.write(delta)
+        await frame(message, pilot)
+        _, parsed, _ = work.take()
+        if parsed > 10 * len(delta) + 6000:
+            over.append(at + step)
+    return over
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        "- item {i} with `code {i}`, **bold** and a [link](http://x/{i}) to wrap past the "
+        "width of one row of the transcript\n",
+        "{n}. step {i}: do the thing *now*\n",
+        "* point {i}\n  - nested {i}\n",
+    ],
+    ids=["bullets", "numbered", "nested"],
+)
+async def test_a_long_list_costs_each_frame_the_items_it_adds(monkeypatch, item) -> None:
+    """Before, the open list was parsed and drawn whole each frame. A numbered list's
+    1,200 items cross the widths of 10, 100 and 1,000: the kept items are drawn again
+    with the wider number, once each (those frames may parse the whole list)."""
+    items = [item.format(i=i, n=i + 1) for i in range(1200)]
+    app: TypingApp[None] = TypingApp()
+    async with app.run_test(size=SIZE) as pilot:
+        message = AssistantMessage()
+        await app.mount(message)
+        message.write("The list:\n\n")
+        await frame(message, pilot)
+        work = Work(monkeypatch)
+        over = await stream_items(message, pilot, work, items, 20)
+        assert len(over) <= 3, over
+        message.write("\nAnd after it, **a paragraph**.\n")
+        await frame(message, pilot)
+        monkeypatch.undo()
+        live = message._live_at(message.size.width)
+        assert [live.row(y) for y in range(live.height)] == drawn_whole(message)
+
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        ["1. same number {i}\n" for _ in range(1)],  # numbered "1." throughout
+        ["- loose {i}\n\n"],
+        ["- with code {i}:\n\n  ```python\n  x = {i}\n  ```\n"],
+    ],
+    ids=["all-ones", "loose", "code-in-items"],
+)
+async def test_a_long_list_streamed_shows_the_rows_rich_draws(monkeypatch, built, items) -> None:
+    """Whatever cuts the list's items allow, its rows as streamed are the rows of the
+    whole reply drawn at once (a list whose numbers are all "1." never cuts)."""
+    written = [items[0].format(i=i) for i in range(300)]
+    app: TypingApp[None] = TypingApp()
+    async with app.run_test(size=SIZE) as pilot:
+        message = AssistantMessage()
+        await app.mount(message)
+        message.write("Intro.\n\n")
+        work = Work(monkeypatch)
+        await stream_items(message, pilot, work, written, 7)
+        monkeypatch.undo()
+        live = message._live_at(message.size.width)
+        assert [live.row(y) for y in range(live.height)] == drawn_whole(message)
+
+
 def colours(message: AssistantMessage, word: str) -> set[Any]:
     """The foreground colours of the drawn row holding `word`."""
     live = message._live_at(message.size.width)

@@ -105,6 +105,31 @@ CASES = {
     "code with wide lines": "```python\n"
     + "\n".join(f"s{i} = '漢字' * {i}  # " + "漢" * (i % 60) for i in range(80))
     + "\n```\n",
+    "long bullet list": "Lead.\n\n"
+    + "".join(
+        f"- item {i} **b{i}** `c{i}` "
+        + "filler words " * (i % 9)
+        + "\n"
+        + (f"  - nested {i}\n    1. deeper\n" if i % 10 == 0 else "")
+        for i in range(150)
+    )
+    + "\nAfter the list.\n",
+    "long numbered list": "".join(
+        f"{i + 1}. step {i} *em* " + "x " * (i % 40) + "\n" for i in range(130)
+    )
+    + "\nDone.\n",
+    "list numbered ones": "".join(f"1. same number {i} and words\n" for i in range(200)),
+    "loose list": "Intro\n\n"
+    + "".join(f"- loose item {i} with some words\n\n" for i in range(150))
+    + "tail paragraph\n",
+    "list with code and lazy lines": "".join(
+        f"- item {i}\nlazy continuation {i}\n"
+        + (f"\n  ```python\n  x = {i}\n  ```\n" if i % 15 == 0 else "")
+        for i in range(150)
+    ),
+    "list then other markers": "".join(f"- a{i} words words\n" for i in range(120))
+    + "".join(f"* b{i} words\n" for i in range(120))
+    + "+ c\n\n| a | b |\n|---|---|\n| 1 | 2 |\n",
 }
 
 

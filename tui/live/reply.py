@@ -6,10 +6,11 @@ yet, is parsed each frame. Its finished blocks are kept as parts, drawn once,
 when at least `FREEZE_CHARS` of them gathered (fewer parts, against a longer
 tail per frame). A fenced code block is kept as its own part from its first
 line on (`LiveCode`), as is a paragraph once it is `LONG_PARAGRAPH` long
-(`LiveParagraph`): they read the text until their block ends and hand back
-what follows. A part's rows are the rows Rich draws for the whole reply
-there, blank rows between parts included (finished blocks are drawn after a
-stand-in for the part above, see `render_after`), so the rows are the reply's.
+(`LiveParagraph`) and a list once it is `LONG_LIST` long (`LiveList`): they
+read the text until their block ends and hand back what follows. A part's rows
+are the rows Rich draws for the whole reply there, blank rows between parts
+included (finished blocks are drawn after a stand-in for the part above, see
+`render_after`), so the rows are the reply's.
 
 A code block may be lexed off the loop (`lexing`): it then shows the lines lexed
 so far, and a frame takes the lines lexed since the last one (`update`).
@@ -31,6 +32,7 @@ from textual.strip import Strip
 
 from tui.live.code import LiveCode
 from tui.live.lexing import Lexing
+from tui.live.list_items import LISTS, LiveList
 from tui.live.markdown import (
     Draw,
     LiveMarkdown,
@@ -49,6 +51,8 @@ FREEZE_CHARS = 500
 """Finished text kept as a part at once."""
 LONG_PARAGRAPH = 2000
 """Characters of an open paragraph from which its rows are kept as it grows."""
+LONG_LIST = 2000
+"""Characters of an open top-level list from which its items' rows are kept as it grows."""
 
 BLANK = Strip([])
 """The row Rich puts between two blocks."""
@@ -116,7 +120,7 @@ class LiveReply:
         """The open tail's text (while no part reads the block being streamed)."""
         self._open_rows: list[Strip] = []
         self._open_wanted: set[str] = set()
-        self._mode: LiveCode | LiveParagraph | None = None
+        self._mode: LiveCode | LiveParagraph | LiveList | None = None
         """The part reading the block being streamed."""
         self._changed: int | None = None
         """The first row that may differ since `take_changed` (None: none does)."""
@@ -220,7 +224,7 @@ class LiveReply:
             if isinstance(mode, LiveCode):
                 mode.take_lexed()
             self._mark(self._kept_height + mode.gap(self._before) + mode.take_changed())
-            if isinstance(mode, LiveParagraph) and mode.broken:
+            if isinstance(mode, (LiveParagraph, LiveList)) and mode.broken:
                 self._mode, text = None, mode.text
             elif mode.finished:
                 self._mode, text = None, mode.rest
@@ -254,6 +258,14 @@ class LiveReply:
                 self._open = ""
                 self._mode = LiveParagraph(self._draw, text[start:])
                 return True
+            if last.type in LISTS and len(text) - start >= LONG_LIST:
+                before = new_line_after(tops[-2]) if len(tops) > 1 else self._before
+                live = LiveList(self._draw, text[start:], before)
+                if not live.broken:
+                    self._keep_text(text[:start], tops[:-1])
+                    self._open = ""
+                    self._mode = live
+                    return True
             if start >= FREEZE_CHARS:
                 self._keep_text(text[:start], tops[:-1])
                 self._open = text[start:]
@@ -315,7 +327,7 @@ class LiveReply:
         for part in (*self.parts, self._mode):
             if isinstance(part, LiveCode) and part.waiting:
                 names.add(part.language)
-            elif isinstance(part, _Blocks):
+            elif isinstance(part, (_Blocks, LiveList)):
                 names |= part.wanted
         return names
 
