@@ -82,7 +82,7 @@ class LiveList:
         window = self._window
         markdown = LiveMarkdown(window)
         tops = blocks(markdown)
-        if not tops or tops[0].type not in LISTS or tops[0].type != (self._kind or tops[0].type):
+        if not tops or tops[0].type not in LISTS or self._kind not in ("", tops[0].type):
             self.broken = True
             return
         self._kind = tops[0].type
