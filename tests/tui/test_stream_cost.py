@@ -204,8 +204,9 @@ async def stream_items(
         "width of one row of the transcript\n",
         "{n}. step {i}: do the thing *now*\n",
         "* point {i}\n  - nested {i}\n",
+        "1. numbered one {i}, as many lists are\n",
     ],
-    ids=["bullets", "numbered", "nested"],
+    ids=["bullets", "numbered", "nested", "all-ones"],
 )
 async def test_a_long_list_costs_each_frame_the_items_it_adds(monkeypatch, item) -> None:
     """Before, the open list was parsed and drawn whole each frame. A numbered list's
@@ -239,7 +240,7 @@ async def test_a_long_list_costs_each_frame_the_items_it_adds(monkeypatch, item)
 )
 async def test_a_long_list_streamed_shows_the_rows_rich_draws(monkeypatch, built, items) -> None:
     """Whatever cuts the list's items allow, its rows as streamed are the rows of the
-    whole reply drawn at once (a list whose numbers are all "1." never cuts)."""
+    whole reply drawn at once (a list whose numbers are all "1." is numbered 1, 2, 3)."""
     written = [items[0].format(i=i) for i in range(300)]
     app: TypingApp[None] = TypingApp()
     async with app.run_test(size=SIZE) as pilot:

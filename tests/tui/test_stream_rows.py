@@ -119,6 +119,8 @@ CASES = {
     )
     + "\nDone.\n",
     "list numbered ones": "".join(f"1. same number {i} and words\n" for i in range(200)),
+    "list numbered anyhow": "7) first\n"
+    + "".join(f"{(i * 37) % 1000}) item {i} with words\n" for i in range(150)),
     "loose list": "Intro\n\n"
     + "".join(f"- loose item {i} with some words\n\n" for i in range(150))
     + "tail paragraph\n",

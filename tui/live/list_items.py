@@ -6,8 +6,9 @@ left. So the rows of the items before a cut are the rows those items had, and th
 rows from the cut on are the rows of the rest of the list drawn alone. Each frame
 draws the list from its last cut (the window) and then tries to cut before the
 window's last `KEEP_ITEMS` items: the cut is taken when the rest drawn alone gives
-exactly the window's rows from there (a numbered list numbers its items from its
-first number, whatever the others say: a list numbered "1." throughout never cuts).
+exactly the window's rows from there. A numbered list numbers its items from its first
+number on, whatever the others say ("1." throughout is common), so the rest is drawn
+as if its first marker said the number Rich gives that item.
 When the width of a numbered list's last number grows (its 10th, its 100th item),
 its kept items are drawn with the new width: the list is drawn whole, once, and cut
 again. So a frame draws a couple of items and the new text, however long the list.
@@ -19,6 +20,8 @@ reply parses it whole again.
 
 from __future__ import annotations
 
+import re
+
 from textual.strip import Strip
 
 from tui.live.markdown import Draw, LiveMarkdown, blocks, line_offset, render_after
@@ -26,6 +29,8 @@ from tui.live.markdown import Draw, LiveMarkdown, blocks, line_offset, render_af
 KEEP_ITEMS = 2
 """Items at the end of the window drawn again each frame."""
 LISTS = ("bullet_list_open", "ordered_list_open")
+_NUMBER = re.compile(r"( {0,3})(\d{1,9})(?=[.)])")
+"""A numbered item's marker, up to its delimiter."""
 
 
 class LiveList:
@@ -46,6 +51,9 @@ class LiveList:
         """The list's opening token type (bullet or ordered), once parsed."""
         self._digits = 0
         """The width of the last number the kept items were drawn with (ordered lists)."""
+        self._number: int | None = None
+        """The number Rich gives the window's first item once items are kept (ordered
+        lists): the window is drawn as if its first marker said so."""
         self.wanted: set[str] = set()
         """Languages of code in its items drawn plain while their lexer is not built."""
         self.finished = False
@@ -80,7 +88,7 @@ class LiveList:
         self._changed = min(self._changed, len(self._kept))
         self._window += text
         window = self._window
-        markdown = LiveMarkdown(window)
+        markdown = LiveMarkdown(self._numbered(window, self._number))
         tops = blocks(markdown)
         if not tops or tops[0].type not in LISTS or self._kind not in ("", tops[0].type):
             self.broken = True
@@ -90,7 +98,7 @@ class LiveList:
             assert tops[0].map is not None
             end = line_offset(window, tops[0].map[1])
             self._window, self.rest = window[:end], window[end:]
-            self._draw_window(self._window)
+            self._draw_window(self._numbered(self._window, self._number))
             self.finished = True
             return
         items = _items(markdown)
@@ -99,6 +107,13 @@ class LiveList:
             return
         self._draw_window(window, markdown)
         self._cut(markdown, items)
+
+    def _numbered(self, text: str, number: int | None) -> str:
+        """`text` (items from the start of one) with its first number `number` (None: as
+        it is)."""
+        if number is None:
+            return text
+        return _NUMBER.sub(lambda m: m.group(1) + str(number), text, count=1)
 
     @property
     def _ordered(self) -> bool:
@@ -128,8 +143,12 @@ class LiveList:
         first = opening[-KEEP_ITEMS].map
         assert first is not None
         window = self._window
-        at = line_offset(window, first[0])
-        tail = LiveMarkdown(window[at:])
+        at = line_offset(window, first[0])  # a line of the window's own text: same lines
+        number = None
+        if self._ordered:  # the number Rich gives the item, whatever its marker says
+            start = int(blocks(markdown)[0].attrs.get("start", 1) or 1)
+            number = start + items - KEEP_ITEMS
+        tail = LiveMarkdown(self._numbered(window[at:], number))
         tops = blocks(tail)
         if len(tops) != 1 or tops[0].type != self._kind:
             return
@@ -141,7 +160,7 @@ class LiveList:
             self._digits = self._last_digits(markdown, items)
         self._kept.extend(self._rows[:kept])
         self._kept_text.append(window[:at])
-        self._window, self._rows = window[at:], rows
+        self._window, self._rows, self._number = window[at:], rows, number
 
     def resize(self, draw: Draw) -> None:
         """Draw at another width or style: the whole list once, then cut again."""
@@ -149,6 +168,7 @@ class LiveList:
         text = self.text
         self._changed = 0
         self._kept, self._kept_text, self._rows = [], [], []
+        self._number = None
         if self.finished:
             self._window = text
             self._draw_window(text)
