@@ -88,7 +88,7 @@ class LiveList:
         self._changed = min(self._changed, len(self._kept))
         self._window += text
         window = self._window
-        markdown = LiveMarkdown(self._numbered(window, self._number))
+        markdown = LiveMarkdown(_numbered(window, self._number))
         tops = blocks(markdown)
         if not tops or tops[0].type not in LISTS or self._kind not in ("", tops[0].type):
             self.broken = True
@@ -98,32 +98,19 @@ class LiveList:
             assert tops[0].map is not None
             end = line_offset(window, tops[0].map[1])
             self._window, self.rest = window[:end], window[end:]
-            self._draw_window(self._numbered(self._window, self._number))
+            self._draw_window(_numbered(self._window, self._number))
             self.finished = True
             return
         items = _items(markdown)
-        if self._kept and self._ordered and self._last_digits(markdown, items) != self._digits:
+        if self._kept and self._ordered and _last_digits(markdown, items) != self._digits:
             self.resize(self._draw)  # the kept numbers are a digit too narrow now
             return
         self._draw_window(window, markdown)
         self._cut(markdown, items)
 
-    def _numbered(self, text: str, number: int | None) -> str:
-        """`text` (items from the start of one) with its first number `number` (None: as
-        it is)."""
-        if number is None:
-            return text
-        return _NUMBER.sub(lambda m: m.group(1) + str(number), text, count=1)
-
     @property
     def _ordered(self) -> bool:
         return self._kind == "ordered_list_open"
-
-    def _last_digits(self, markdown: LiveMarkdown, items: int) -> int:
-        """How wide Rich draws the list's last number: the window's first number and its
-        items (the kept ones before it make up the difference)."""
-        start = int(blocks(markdown)[0].attrs.get("start", 1) or 1)
-        return len(str(start + items))
 
     def _draw_window(self, text: str, markdown: LiveMarkdown | None = None) -> None:
         """The window's rows: the list's own from its top (the blank row above it, as Rich
@@ -146,9 +133,8 @@ class LiveList:
         at = line_offset(window, first[0])  # a line of the window's own text: same lines
         number = None
         if self._ordered:  # the number Rich gives the item, whatever its marker says
-            start = int(blocks(markdown)[0].attrs.get("start", 1) or 1)
-            number = start + items - KEEP_ITEMS
-        tail = LiveMarkdown(self._numbered(window[at:], number))
+            number = _start(markdown) + items - KEEP_ITEMS
+        tail = LiveMarkdown(_numbered(window[at:], number))
         tops = blocks(tail)
         if len(tops) != 1 or tops[0].type != self._kind:
             return
@@ -157,7 +143,7 @@ class LiveList:
         if kept <= 0 or rows != self._rows[kept:]:
             return
         if self._ordered:
-            self._digits = self._last_digits(markdown, items)
+            self._digits = _last_digits(markdown, items)
         self._kept.extend(self._rows[:kept])
         self._kept_text.append(window[:at])
         self._window, self._rows, self._number = window[at:], rows, number
@@ -181,6 +167,25 @@ class LiveList:
         if self.wanted:
             self.wanted = set()
             self.resize(self._draw)
+
+
+def _start(markdown: LiveMarkdown) -> int:
+    """The number Rich gives the first item of the (one) top-level list parsed."""
+    return int(blocks(markdown)[0].attrs.get("start", 1) or 1)
+
+
+def _last_digits(markdown: LiveMarkdown, items: int) -> int:
+    """How wide Rich draws the list's last number: the window's first number and its
+    items (the kept ones before it make up the difference)."""
+    return len(str(_start(markdown) + items))
+
+
+def _numbered(text: str, number: int | None) -> str:
+    """`text` (items from the start of one) with its first number `number` (None: as it
+    is)."""
+    if number is None:
+        return text
+    return _NUMBER.sub(lambda m: m.group(1) + str(number), text, count=1)
 
 
 def _items(markdown: LiveMarkdown) -> int:
