@@ -11,7 +11,10 @@ number on, whatever the others say ("1." throughout is common), so the rest is d
 as if its first marker said the number Rich gives that item.
 When the width of a numbered list's last number grows (its 10th, its 100th item),
 its kept items are drawn with the new width: the list is drawn whole, once, and cut
-again. So a frame draws a couple of items and the new text, however long the list.
+again; past `REDRAW_ROWS` kept rows that one frame would hold the loop (a tenth of a
+second from about a thousand items), so the kept rows stay as they are, `stale`, and
+the reply is drawn whole once it ends, off the loop. So a frame draws a couple of
+items and the new text, however long the list.
 
 The window is parsed each frame: when it is no longer one list, the list has ended
 (the text after it goes back to the reply) or turned into something else, and the
@@ -29,6 +32,9 @@ from tui.live.markdown import Draw, LiveMarkdown, blocks, line_offset, render_af
 KEEP_ITEMS = 2
 """Items at the end of the window drawn again each frame."""
 LISTS = ("bullet_list_open", "ordered_list_open")
+REDRAW_ROWS = 400
+"""Kept rows drawn again at once when a numbered list's numbers grow a digit; past them
+the list is `stale` until the reply ends."""
 _NUMBER = re.compile(r"( {0,3})(\d{1,9})(?=[.)])")
 """A numbered item's marker, up to its delimiter."""
 
@@ -51,6 +57,9 @@ class LiveList:
         """The list's opening token type (bullet or ordered), once parsed."""
         self._digits = 0
         """The width of the last number the kept items were drawn with (ordered lists)."""
+        self.stale = False
+        """Its kept rows hold numbers a digit narrower than Rich now draws them: the reply
+        is drawn whole when it ends."""
         self._number: int | None = None
         """The number Rich gives the window's first item once items are kept (ordered
         lists): the window is drawn as if its first marker said so."""
@@ -103,8 +112,11 @@ class LiveList:
             return
         items = _items(markdown)
         if self._kept and self._ordered and _last_digits(markdown, items) != self._digits:
-            self.resize(self._draw)  # the kept numbers are a digit too narrow now
-            return
+            if len(self._kept) <= REDRAW_ROWS:
+                self.resize(self._draw)  # the kept numbers are a digit too narrow now
+                return
+            self.stale = True
+            self._digits = _last_digits(markdown, items)
         self._draw_window(window, markdown)
         self._cut(markdown, items)
 
@@ -154,7 +166,7 @@ class LiveList:
         text = self.text
         self._changed = 0
         self._kept, self._kept_text, self._rows = [], [], []
-        self._number = None
+        self._number, self.stale = None, False
         if self.finished:
             self._window = text
             self._draw_window(text)

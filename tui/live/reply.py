@@ -321,6 +321,12 @@ class LiveReply:
             self._draw_open()
 
     @property
+    def stale(self) -> bool:
+        """Whether some rows are not the rows Rich draws for the reply (a long numbered
+        list's kept items, its numbers grown a digit since): it is drawn whole at its end."""
+        return any(isinstance(part, LiveList) and part.stale for part in (*self.parts, self._mode))
+
+    @property
     def wanted(self) -> set[str]:
         """The languages drawn plain while their lexer is not built."""
         names = set(self._open_wanted)

@@ -405,7 +405,7 @@ class AssistantMessage(PastReply):
         if live.draw.width != width or live.draw.key != style or live.text != text:
             return None
         live = self._live_at(width)
-        if live.lexing or live.wanted:
+        if live.lexing or live.wanted or live.stale:
             return None
         height = live.height
         lines: list[Strip] = []
