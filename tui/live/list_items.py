@@ -27,6 +27,7 @@ import re
 
 from textual.strip import Strip
 
+from tui.live.kept_window import KeptWindow
 from tui.live.markdown import Draw, LiveMarkdown, blocks, line_offset, render_after
 
 KEEP_ITEMS = 2
@@ -39,20 +40,14 @@ _NUMBER = re.compile(r"( {0,3})(\d{1,9})(?=[.)])")
 """A numbered item's marker, up to its delimiter."""
 
 
-class LiveList:
+class LiveList(KeptWindow):
     """A top-level list, fed as it streams. Once it ends: `finished`, with the text after
     it in `rest`; once it turns into something else: `broken`."""
 
-    new_line = True
-
     def __init__(self, draw: Draw, text: str, before: bool | None) -> None:
-        self._draw = draw
+        super().__init__(draw)
         self._before = before
         """The `new_line` of the part above (None: first in the reply)."""
-        self._kept: list[Strip] = []
-        self._kept_text: list[str] = []
-        self._window = ""
-        self._rows: list[Strip] = []
         self._kind = ""
         """The list's opening token type (bullet or ordered), once parsed."""
         self._digits = 0
@@ -65,33 +60,10 @@ class LiveList:
         lists): the window is drawn as if its first marker said so."""
         self.wanted: set[str] = set()
         """Languages of code in its items drawn plain while their lexer is not built."""
-        self.finished = False
-        self.broken = False
-        self.rest = ""
-        self._changed = 0
-        """The first row that may differ since `take_changed`."""
         self.feed(text)
-
-    @property
-    def text(self) -> str:
-        """The list's Markdown source fed so far."""
-        return "".join(self._kept_text) + self._window
-
-    @property
-    def height(self) -> int:
-        return len(self._kept) + len(self._rows)
 
     def gap(self, before: bool | None) -> int:
         return 0  # the blank row above is its own first row, as Rich draws a list's
-
-    def row(self, y: int) -> Strip:
-        kept = len(self._kept)
-        return self._kept[y] if y < kept else self._rows[y - kept]
-
-    def take_changed(self) -> int:
-        """The first row that may differ since the last call: the window's, on."""
-        changed, self._changed = self._changed, self.height
-        return changed
 
     def feed(self, text: str) -> None:
         self._changed = min(self._changed, len(self._kept))

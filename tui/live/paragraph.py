@@ -23,8 +23,8 @@ from __future__ import annotations
 import re
 
 from markdown_it import MarkdownIt
-from textual.strip import Strip
 
+from tui.live.kept_window import KeptWindow
 from tui.live.markdown import (
     Draw,
     LiveMarkdown,
@@ -90,45 +90,16 @@ def _visible(text: str) -> int:
     return len(text) - sum(1 for ch in text if ch.isspace())
 
 
-class LiveParagraph:
+class LiveParagraph(KeptWindow):
     """A top-level paragraph, fed as it streams. Once it ends: `finished`, with the text
     after it in `rest`; once it turns into something else: `broken`."""
 
-    new_line = True
-
     def __init__(self, draw: Draw, text: str) -> None:
-        self._draw = draw
-        self._kept: list[Strip] = []
-        self._kept_text: list[str] = []
-        self._window = ""
-        self._rows: list[Strip] = []
-        self.finished = False
-        self.broken = False
-        self.rest = ""
-        self._changed = 0
-        """The first row that may differ since `take_changed`."""
+        super().__init__(draw)
         self.feed(text)
-
-    @property
-    def text(self) -> str:
-        """The paragraph's Markdown source fed so far."""
-        return "".join(self._kept_text) + self._window
-
-    @property
-    def height(self) -> int:
-        return len(self._kept) + len(self._rows)
 
     def gap(self, before: bool | None) -> int:
         return int(bool(before))
-
-    def row(self, y: int) -> Strip:
-        kept = len(self._kept)
-        return self._kept[y] if y < kept else self._rows[y - kept]
-
-    def take_changed(self) -> int:
-        """The first row that may differ since the last call: the window's, on."""
-        changed, self._changed = self._changed, self.height
-        return changed
 
     def feed(self, text: str) -> None:
         self._changed = min(self._changed, len(self._kept))
