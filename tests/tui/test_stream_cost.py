@@ -264,6 +264,46 @@ async def test_a_long_list_streamed_shows_the_rows_rich_draws(monkeypatch, built
         assert [live.row(y) for y in range(live.height)] == drawn_whole(message)
 
 
+@pytest.mark.parametrize(
+    "row",
+    [
+        "| {i} | name {i} | `code` and **bold** |\n",
+        "| {d} | [docs](https://example.com/{d}/page) | steady |\n",
+    ],
+    ids=["numbered", "links"],
+)
+async def test_a_long_table_costs_each_frame_the_rows_it_adds(monkeypatch, row) -> None:
+    """Before, the open table was parsed and drawn whole each frame. The numbered
+    table's first column widens at rows 10, 100 and 1,000: the kept rows are drawn again
+    at the new widths, once each, until drawing them would hold the loop; past that they
+    stay as drawn and the reply is drawn whole at its end. A link's raw text widens its
+    column while the link is open: every frame ends inside a row (inside its link)."""
+    rows = [row.format(i=i, d=i % 10) for i in range(1200)]
+    cut = max(row.find("example") + 3, len(row) // 2)
+    pieces = [a[cut:] + b[:cut] for a, b in zip(["x" * cut, *rows], [*rows, ""], strict=True)]
+    app: TypingApp[None] = TypingApp()
+    async with app.run_test(size=SIZE) as pilot:
+        message = AssistantMessage()
+        await app.mount(message)
+        message.write("The table:\n\n| # | what | more |\n|---|:---|---:|\n")
+        await frame(message, pilot)
+        work = Work(monkeypatch)
+        over = await stream_items(message, pilot, work, pieces, 20)
+        assert len(over) <= 3, over
+        message.write("\nAnd after it, **a paragraph**.\n")
+        await frame(message, pilot)
+        monkeypatch.undo()
+        live = message._live_at(message.size.width)
+        whole = drawn_whole(message)
+        numbered = "{i}" in row
+        assert live.stale is numbered
+        if numbered:
+            await message.finish(message.drawn)
+            assert message._drawn_lines is not None and message._drawn_lines[1] == whole
+        else:
+            assert [live.row(y) for y in range(live.height)] == whole
+
+
 def colours(message: AssistantMessage, word: str) -> set[Any]:
     """The foreground colours of the drawn row holding `word`."""
     live = message._live_at(message.size.width)

@@ -100,7 +100,8 @@ class LiveList(KeptWindow):
         """The window's rows: the list's own from its top (the blank row above it, as Rich
         draws it after the part above), or from a cut on, as they follow the kept."""
         if not self._kept:
-            self._rows, wanted = render_after(self._draw, text, self._before)
+            self._rows, drawn = render_after(self._draw, text, self._before)
+            wanted = drawn.wanted
         else:
             self._rows, wanted = _rows_after_cut(self._draw, markdown or LiveMarkdown(text))
         self.wanted |= wanted

@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from markdown_it import MarkdownIt
-from rich.markdown import CodeBlock, MarkdownElement
+from rich.markdown import CodeBlock, MarkdownElement, TableElement
 from rich.markdown import Markdown as RichMarkdown
+from rich.measure import Measurement
 from rich.syntax import Syntax
+from rich.table import Table
 
 from tui import code_lexers
 
@@ -86,23 +88,82 @@ class _PlainUntilBuilt(CodeBlock):
         yield Syntax(code, "text", theme=self.theme, word_wrap=True, padding=1)
 
 
+class _Witness:
+    """A table cell that draws nothing but measures as `measure`: it stands for the rows
+    of its column kept above, so the table gets the column widths it has whole. Drawn,
+    it notes the width it was given (its column's, less the cell's padding)."""
+
+    def __init__(self, measure: Measurement, widths: list[int]) -> None:
+        self.measure = measure
+        self.widths = widths
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return self.measure
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        self.widths.append(options.max_width)
+        yield from ()
+
+
+class _MeasuredTable(TableElement):
+    """Rich's table, whose body cells are measured on request (`LiveMarkdown.measured`)
+    and which gets a last row of witnesses when the document has some
+    (`LiveMarkdown.witness`): that row is one blank row above the table's bottom edge,
+    and notes the columns' widths (`LiveMarkdown.widths`)."""
+
+    markdown: LiveMarkdown
+
+    @classmethod
+    def create(cls, markdown: RichMarkdown, token: Token) -> MarkdownElement:
+        table = super().create(markdown, token)
+        assert isinstance(table, _MeasuredTable) and isinstance(markdown, LiveMarkdown)
+        table.markdown = markdown
+        return table
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        markdown = self.markdown
+        if markdown.measured is not None and self.body is not None:
+            markdown.measured = [
+                [Measurement.get(console, options, cell.content) for cell in row.cells]
+                for row in self.body.rows
+            ]
+        for renderable in super().__rich_console__(console, options):
+            if markdown.witness is not None and isinstance(renderable, Table):
+                widths: list[int] = []
+                markdown.widths = widths
+                renderable.add_row(*(_Witness(measure, widths) for measure in markdown.witness))
+            yield renderable
+
+
 class LiveMarkdown(RichMarkdown):
     """Rich's Markdown whose code blocks wait plain for their lexer; `wanted` collects the
-    languages that waited."""
+    languages that waited. Its table may be measured and given witnesses (`LiveTable`)."""
 
     elements: ClassVar[dict[str, type[MarkdownElement]]] = {
         **RichMarkdown.elements,
         "fence": _PlainUntilBuilt,
         "code_block": _PlainUntilBuilt,
+        "table_open": _MeasuredTable,
     }
 
-    def __init__(self, markup: str) -> None:
+    def __init__(
+        self,
+        markup: str,
+        witness: list[Measurement] | None = None,
+        measure: bool = False,
+    ) -> None:
         # Rich's own __init__ makes a parser per document (half a millisecond, several
         # times a frame): the same attributes, parsed by the parser made once.
         self.__dict__.update(_plain_document().__dict__)
         self.markup = markup
         self.parsed = parser().parse(markup)
         self.wanted: set[str] = set()
+        self.witness = witness
+        """Each column's measure for a last, blank row of its table (None: no such row)."""
+        self.measured: list[list[Measurement]] | None = [] if measure else None
+        """Once drawn, if asked for: the measure of each body cell of its table, by row."""
+        self.widths: list[int] = []
+        """Once drawn with a witness: the width its table gave each column's witness."""
 
 
 def _plain_document() -> RichMarkdown:
@@ -120,20 +181,23 @@ _LEADS = {True: "x\n\n", False: "---\n\n"}
 """A block that leaves Rich's `new_line` as the part before left it: a paragraph, a rule."""
 
 
-def render_after(draw: Draw, text: str, before: bool | None) -> tuple[list[Strip], set[str]]:
+def render_after(
+    draw: Draw, text: str, before: bool | None, *, measure: bool = False
+) -> tuple[list[Strip], LiveMarkdown]:
     """The rows of `text` as Rich draws them after a block whose `new_line` is `before`
-    (None: first in the reply), and the languages drawn plain.
+    (None: first in the reply), and the document drawn (its `wanted`, the languages
+    drawn plain; its table's cells `measured` if `measure`).
 
     Rich puts a blank row before a block when the element it closed last asks for one,
     and a list or a quote closes its own paragraphs first: so the blank row is drawn by
     Rich itself, after a stand-in block whose rows are then dropped.
     """
     lead = "" if before is None else _LEADS[before]
-    markdown = LiveMarkdown(lead + text)
+    markdown = LiveMarkdown(lead + text, measure=measure)
     rows = draw.render(markdown)
     if lead:
         rows = rows[draw.lead_rows(lead) :]
-    return rows, markdown.wanted
+    return rows, markdown
 
 
 def blocks(markdown: RichMarkdown) -> list[Token]:

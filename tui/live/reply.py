@@ -6,8 +6,9 @@ yet, is parsed each frame. Its finished blocks are kept as parts, drawn once,
 when at least `FREEZE_CHARS` of them gathered (fewer parts, against a longer
 tail per frame). A fenced code block is kept as its own part from its first
 line on (`LiveCode`), as is a paragraph once it is `LONG_PARAGRAPH` long
-(`LiveParagraph`) and a list once it is `LONG_LIST` long (`LiveList`): they
-read the text until their block ends and hand back what follows. A part's rows
+(`LiveParagraph`), a list once it is `LONG_LIST` long (`LiveList`) and a table
+once it is `LONG_TABLE` long (`LiveTable`): they read the text until their block
+ends and hand back what follows. A part's rows
 are the rows Rich draws for the whole reply there, blank rows between parts
 included (finished blocks are drawn after a stand-in for the part above, see
 `render_after`), so the rows are the reply's.
@@ -43,6 +44,7 @@ from tui.live.markdown import (
     render_after,
 )
 from tui.live.paragraph import LiveParagraph
+from tui.live.table_rows import TABLE, LiveTable
 
 if TYPE_CHECKING:
     from markdown_it.token import Token
@@ -53,6 +55,8 @@ LONG_PARAGRAPH = 2000
 """Characters of an open paragraph from which its rows are kept as it grows."""
 LONG_LIST = 2000
 """Characters of an open top-level list from which its items' rows are kept as it grows."""
+LONG_TABLE = 2000
+"""Characters of an open top-level table from which its body rows' rows are kept."""
 
 BLANK = Strip([])
 """The row Rich puts between two blocks."""
@@ -97,7 +101,8 @@ class _Blocks:
 
     def resize(self, draw: Draw) -> None:
         self._draw = draw
-        self._rows, self.wanted = render_after(draw, self.text, self._before)
+        self._rows, drawn = render_after(draw, self.text, self._before)
+        self.wanted = drawn.wanted
 
     def lexer_built(self) -> None:
         if self.wanted:
@@ -120,7 +125,7 @@ class LiveReply:
         """The open tail's text (while no part reads the block being streamed)."""
         self._open_rows: list[Strip] = []
         self._open_wanted: set[str] = set()
-        self._mode: LiveCode | LiveParagraph | LiveList | None = None
+        self._mode: LiveCode | LiveParagraph | LiveList | LiveTable | None = None
         """The part reading the block being streamed."""
         self._changed: int | None = None
         """The first row that may differ since `take_changed` (None: none does)."""
@@ -224,7 +229,7 @@ class LiveReply:
             if isinstance(mode, LiveCode):
                 mode.take_lexed()
             self._mark(self._kept_height + mode.gap(self._before) + mode.take_changed())
-            if isinstance(mode, (LiveParagraph, LiveList)) and mode.broken:
+            if isinstance(mode, (LiveParagraph, LiveList, LiveTable)) and mode.broken:
                 self._mode, text = None, mode.text
             elif mode.finished:
                 self._mode, text = None, mode.rest
@@ -258,9 +263,12 @@ class LiveReply:
                 self._open = ""
                 self._mode = LiveParagraph(self._draw, text[start:])
                 return True
-            if last.type in LISTS and len(text) - start >= LONG_LIST:
+            long_list = last.type in LISTS and len(text) - start >= LONG_LIST
+            long_table = last.type == TABLE and len(text) - start >= LONG_TABLE
+            if long_list or long_table:
                 before = new_line_after(tops[-2]) if len(tops) > 1 else self._before
-                live = LiveList(self._draw, text[start:], before)
+                kind = LiveList if long_list else LiveTable
+                live = kind(self._draw, text[start:], before)
                 if not live.broken:
                     self._keep_text(text[:start], tops[:-1])
                     self._open = ""
@@ -274,7 +282,8 @@ class LiveReply:
 
     def _draw_open(self) -> None:
         if self._open.strip():
-            self._open_rows, self._open_wanted = render_after(self._draw, self._open, self._before)
+            self._open_rows, drawn = render_after(self._draw, self._open, self._before)
+            self._open_wanted = drawn.wanted
         else:
             self._open_rows, self._open_wanted = [], set()
 
@@ -323,8 +332,10 @@ class LiveReply:
     @property
     def stale(self) -> bool:
         """Whether some rows are not the rows Rich draws for the reply (a long numbered
-        list's kept items, its numbers grown a digit since): it is drawn whole at its end."""
-        return any(isinstance(part, LiveList) and part.stale for part in (*self.parts, self._mode))
+        list's kept items, its numbers grown a digit since; a long table's kept rows, its
+        columns widened since): it is drawn whole at its end."""
+        parts = (*self.parts, self._mode)
+        return any(isinstance(part, (LiveList, LiveTable)) and part.stale for part in parts)
 
     @property
     def wanted(self) -> set[str]:
