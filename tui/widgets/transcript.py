@@ -39,6 +39,7 @@ from tui.widgets.readable_width import readable_padding
 from tui.widgets.scroll_anchor import anchor_shift
 from tui.widgets.shown_events import ShownEvents
 from tui.widgets.spares import Spares
+from tui.widgets.still_scroll_bar import still_vertical_scrollbar
 from tui.widgets.thinking_block import ThinkingBlock
 from tui.widgets.tool_block import ToolBlock
 
@@ -179,6 +180,11 @@ class Transcript(VerticalScroll):
         """The window grows because the user scrolled near an end of it (-1: the earlier
         end, 1: the newer one): it goes on that way while the view stays near there."""
         self._spares = Spares(SPARES)
+
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        """Repainted only when it would look different (`StillScrollBar`)."""
+        return still_vertical_scrollbar(self)
 
     def _size_updated(
         self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
