@@ -11,12 +11,14 @@ row are dropped. It then tries to cut before the window's last `KEEP_ROWS` body
 rows: the cut is taken when those drawn alone, witnessed by all above, give the
 window's rows there.
 
-When a cell of the window widens a column's measure past the one the kept rows were
-drawn at, the kept rows may be drawn at other widths now: the table is drawn whole
-again, once, and cut again; past `REDRAW_ROWS` kept rows that one frame would hold
-the loop, so the kept rows stay as they are, `stale`, and the reply is drawn whole
-once it ends, off the loop. So a frame draws the head, a couple of rows and the new
-text, however long the table.
+The witnesses note the column widths they are given. When a finished row of the
+window changes them from the widths the kept rows were drawn at, the table is drawn
+whole again, once, and cut again; past `REDRAW_ROWS` kept rows that one frame would
+hold the loop, so the kept rows stay as they are, `stale`, and the reply is drawn
+whole once it ends, off the loop. A row not finished yet may change them for a few
+frames (a link's raw text until its parenthesis closes): the window is drawn so,
+and cut on its finished rows' widths. So a frame draws the head, a couple of rows
+and the new text, however long the table.
 
 The window is parsed each frame after the head: when it is no longer one table,
 the table has ended (the text after it goes back to the reply) or turned into

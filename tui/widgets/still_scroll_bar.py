@@ -4,7 +4,7 @@ Textual repaints a scroll bar whenever the height of what it scrolls moves, and 
 streamed reply moves it every frame. Yet the bar looks the same most of those
 frames (the view follows the end, its thumb stays at the bottom, as thin as it gets),
 and a repaint draws all of its rows again through the whole styling of a widget's
-lines: that was a third of the screen's drawing while a reply streamed. So when
+lines: it was the costliest widget on screen while a reply streamed. So when
 asked for its rows, the bar gives the rows it drew last unless they would differ:
 its size, its style (hover, grab, theme) or where Textual's own drawing of a bar
 puts the thumb. (Deciding when the repaint is asked for would not do: as the view

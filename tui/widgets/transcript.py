@@ -183,7 +183,7 @@ class Transcript(VerticalScroll):
 
     @property
     def vertical_scrollbar(self) -> ScrollBar:
-        """Repainted only when it would look different (`StillScrollBar`)."""
+        """It draws its rows again only when they would change (`StillScrollBar`)."""
         return still_vertical_scrollbar(self)
 
     def _size_updated(
