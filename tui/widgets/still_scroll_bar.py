@@ -9,7 +9,8 @@ asked for its rows, the bar gives the rows it drew last unless they would differ
 its size, its style (hover, grab, theme) or where Textual's own drawing of a bar
 puts the thumb. (Deciding when the repaint is asked for would not do: as the view
 follows the end, the bar's height and then its position change one after the
-other, the thumb moving away and back before the screen is drawn.)
+other, the thumb moving away and back before the screen is drawn.) And when they
+do change, each different row is drawn once: most of a bar's rows are its track.
 """
 
 from __future__ import annotations
@@ -33,11 +34,26 @@ class StillScrollBar(ScrollBar):
             return super().render_lines(crop)
         painted = self._painted
         if painted is None or painted[0] != look:
-            rows = super().render_lines(Region(0, 0, *self.size))
-            painted = self._painted = (look, rows)
+            painted = self._painted = (look, self._draw(look[2]))
         rows = painted[1][crop.y : crop.bottom]
         if crop.x or crop.width != self.size.width:
             rows = [row.crop(crop.x, crop.right) for row in rows]
+        return rows
+
+    def _draw(self, segments: tuple[object, ...]) -> list[Strip]:
+        """The bar's rows, as Textual draws them; a vertical bar's row is its segment,
+        so each different one is drawn once (a few: the track above and below the thumb,
+        the thumb, its ends) and given for the rows alike."""
+        width, height = self.size
+        if not self.vertical or len(segments) != height:
+            return super().render_lines(Region(0, 0, width, height))
+        drawn: dict[object, Strip] = {}
+        rows = []
+        for y, segment in enumerate(segments):
+            row = drawn.get(segment)
+            if row is None:
+                row = drawn[segment] = super().render_lines(Region(0, y, width, 1))[0]
+            rows.append(row)
         return rows
 
     def _look(self) -> tuple[Size, object, tuple[object, ...]] | None:
