@@ -91,4 +91,19 @@ async def test_the_scroll_bar_repaints_only_when_it_would_look_different(monkeyp
         await step(1006, end=False, y=100, hover=True)
         await step(1009, end=True)
         await step(1012)
+        # Moved without a repaint asked for (as the transcript keeps a scrolled view's
+        # place), drawn by a repaint of the screen, then repainted as usual.
+        for view in views:
+            view.anchor(False)
+            view.scroll_to(y=100, animate=False, immediate=True)
+        await pilot.pause()
+        for view in views:
+            view.vertical_scrollbar.set_reactive(ScrollBar.position, 300)
+            drawn(view.vertical_scrollbar)  # the screen drawn meanwhile (not asserted:
+            # Textual's bar shows its old rows until its repaint)
+        for view in views:
+            view.vertical_scrollbar.refresh()
+        await pilot.pause()
+        stock, still = (view.vertical_scrollbar for view in views)
+        assert drawn(still) == drawn(stock), "moved without a repaint"
         assert following["still"] * 10 < following["stock"], following

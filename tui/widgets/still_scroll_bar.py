@@ -34,6 +34,11 @@ class StillScrollBar(ScrollBar):
             return super().render_lines(crop)
         painted = self._painted
         if painted is None or painted[0] != look:
+            # Drawn again whatever Textual's caches hold (of its drawing and of its rows):
+            # the look may have changed with no repaint asked for (a position set
+            # quietly), those caches then still the old ones. (The repaint this asks for
+            # finds the rows drawn here.)
+            self.refresh()
             painted = self._painted = (look, self._draw(look[2]))
         rows = painted[1][crop.y : crop.bottom]
         if crop.x or crop.width != self.size.width:
