@@ -79,10 +79,10 @@ async def test_the_scroll_bar_repaints_only_when_it_would_look_different(monkeyp
             ]
             assert drawn(still) == drawn(stock), f"height {height}, {at}, {state}"
 
-        for height in range(25, 400, 15):  # a reply streaming, the view at its end
+        for height in range(25, 400, 25):  # a reply streaming, the view at its end
             await step(height)
         rows.update(stock=0, still=0)
-        for height in range(400, 1000, 5):  # the thumb as thin as it gets
+        for height in range(400, 1000, 15):  # the thumb as thin as it gets
             await step(height)
         following = dict(rows)
         await step(1000, end=False, y=100)  # scrolled back
