@@ -197,6 +197,35 @@ async def stream_items(
     return over
 
 
+async def stream_block(
+    monkeypatch: pytest.MonkeyPatch, lead: str, pieces: list[str], step: int, *, stale: bool
+) -> list[int]:
+    """Write `lead`, then `pieces` `step` at a time, a frame after each, then a closing
+    paragraph; give the frames that parsed more than their text allows (`stream_items`).
+    At the end the rows are the whole reply's: kept as streamed, or, `stale`, drawn whole
+    once the reply is finished."""
+    app: TypingApp[None] = TypingApp()
+    async with app.run_test(size=SIZE) as pilot:
+        message = AssistantMessage()
+        await app.mount(message)
+        message.write(lead)
+        await frame(message, pilot)
+        work = Work(monkeypatch)
+        over = await stream_items(message, pilot, work, pieces, step)
+        message.write("\nAnd after it, **a paragraph**.\n")
+        await frame(message, pilot)
+        monkeypatch.undo()
+        live = message._live_at(message.size.width)
+        whole = drawn_whole(message)
+        assert live.stale is stale
+        if stale:
+            await message.finish(message.drawn)
+            assert message._drawn_lines is not None and message._drawn_lines[1] == whole
+        else:
+            assert [live.row(y) for y in range(live.height)] == whole
+    return over
+
+
 @pytest.mark.parametrize(
     "item",
     [
@@ -213,30 +242,12 @@ async def test_a_long_list_costs_each_frame_the_items_it_adds(monkeypatch, item)
     1,200 items cross the widths of 10 and 100: the kept items are drawn again with the
     wider number, once each (those frames may parse the whole list)."""
     items = [item.format(i=i, n=i + 1) for i in range(1200)]
-    app: TypingApp[None] = TypingApp()
-    async with app.run_test(size=SIZE) as pilot:
-        message = AssistantMessage()
-        await app.mount(message)
-        message.write("The list:\n\n")
-        await frame(message, pilot)
-        work = Work(monkeypatch)
-        over = await stream_items(message, pilot, work, items, 20)
-        assert len(over) <= 2, over
-        message.write("\nAnd after it, **a paragraph**.\n")
-        await frame(message, pilot)
-        monkeypatch.undo()
-        live = message._live_at(message.size.width)
-        whole = drawn_whole(message)
-        # A numbered list's 1,000th item widens its numbers over a thousand kept rows: they
-        # stay as drawn (no frame draws them all again), and the reply is drawn whole at
-        # its end instead of keeping its streamed rows.
-        numbered = not item.startswith(("-", "*"))
-        assert live.stale is numbered
-        if numbered:
-            await message.finish(message.drawn)
-            assert message._drawn_lines is not None and message._drawn_lines[1] == whole
-        else:
-            assert [live.row(y) for y in range(live.height)] == whole
+    # A numbered list's 1,000th item widens its numbers over a thousand kept rows: they
+    # stay as drawn (no frame draws them all again), and the reply is drawn whole at
+    # its end instead of keeping its streamed rows.
+    numbered = not item.startswith(("-", "*"))
+    over = await stream_block(monkeypatch, "The list:\n\n", items, 20, stale=numbered)
+    assert len(over) <= 2, over
 
 
 @pytest.mark.parametrize(
@@ -281,27 +292,9 @@ async def test_a_long_table_costs_each_frame_the_rows_it_adds(monkeypatch, row) 
     rows = [row.format(i=i, d=i % 10) for i in range(1200)]
     cut = max(row.find("example") + 3, len(row) // 2)
     pieces = [a[cut:] + b[:cut] for a, b in zip(["x" * cut, *rows], [*rows, ""], strict=True)]
-    app: TypingApp[None] = TypingApp()
-    async with app.run_test(size=SIZE) as pilot:
-        message = AssistantMessage()
-        await app.mount(message)
-        message.write("The table:\n\n| # | what | more |\n|---|:---|---:|\n")
-        await frame(message, pilot)
-        work = Work(monkeypatch)
-        over = await stream_items(message, pilot, work, pieces, 20)
-        assert len(over) <= 3, over
-        message.write("\nAnd after it, **a paragraph**.\n")
-        await frame(message, pilot)
-        monkeypatch.undo()
-        live = message._live_at(message.size.width)
-        whole = drawn_whole(message)
-        numbered = "{i}" in row
-        assert live.stale is numbered
-        if numbered:
-            await message.finish(message.drawn)
-            assert message._drawn_lines is not None and message._drawn_lines[1] == whole
-        else:
-            assert [live.row(y) for y in range(live.height)] == whole
+    head = "The table:\n\n| # | what | more |\n|---|:---|---:|\n"
+    over = await stream_block(monkeypatch, head, pieces, 20, stale="{i}" in row)
+    assert len(over) <= 3, over
 
 
 def colours(message: AssistantMessage, word: str) -> set[Any]:
