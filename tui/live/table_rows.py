@@ -104,10 +104,21 @@ class LiveTable(KeptWindow):
             return
         # The kept rows are drawn at the widths of the window's finished rows: a row not
         # finished yet may widen a column for a while (a link's raw text until its
-        # parenthesis closes), and is drawn so, `stale` meanwhile.
+        # parenthesis closes), and is drawn so, `stale` meanwhile. The window is cut as
+        # drawn when it has the kept rows' widths; else on its finished rows alone.
+        drawn = None
+        if self._kept:
+            drawn = self._drawn_rows(markdown)
+            if markdown.widths == self._drawn:
+                rows, measured = drawn
+                tail = self._cut(markdown, rows, measured)
+                self._rows = rows if tail is None else tail
+                return
         finished = window[: window.rfind("\n") + 1]
         complete = markdown if finished == window else self._document(finished)
-        rows, measured = self._drawn_rows(complete)
+        rows, measured = (
+            drawn if drawn is not None and complete is markdown else self._drawn_rows(complete)
+        )
         if self._kept and complete.widths != self._drawn:
             if not self._widened():
                 return
@@ -118,7 +129,10 @@ class LiveTable(KeptWindow):
             return
         if tail is not None:
             markdown = self._document(self._window)  # witnessed by the rows just kept
-        self._rows, _ = self._drawn_rows(markdown)
+            drawn = self._drawn_rows(markdown)
+        elif drawn is None:
+            drawn = self._drawn_rows(markdown)
+        self._rows = drawn[0]
         self._ragged = bool(self._kept) and markdown.widths != self._drawn
 
     def _document(self, window: str) -> LiveMarkdown:
