@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Protocol
 from textual.strip import Strip
 
 from tui.live.code import LiveCode
+from tui.live.kept_window import KeptWindow
 from tui.live.lexing import Lexing
 from tui.live.list_items import LISTS, LiveList
 from tui.live.markdown import (
@@ -229,7 +230,7 @@ class LiveReply:
             if isinstance(mode, LiveCode):
                 mode.take_lexed()
             self._mark(self._kept_height + mode.gap(self._before) + mode.take_changed())
-            if isinstance(mode, (LiveParagraph, LiveList, LiveTable)) and mode.broken:
+            if isinstance(mode, KeptWindow) and mode.broken:
                 self._mode, text = None, mode.text
             elif mode.finished:
                 self._mode, text = None, mode.rest
