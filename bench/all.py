@@ -27,6 +27,7 @@ BENCH = Path(__file__).resolve().parent
 ORDER = (
     "tui",
     "request_cost",
+    "stream_read",
     "content",
     "tmux_stream",
     "scroll",

@@ -128,6 +128,8 @@ class ScriptedServer:
         self.requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
         self.disconnects = 0
+        self.resets = 0
+        """Connections the server aborted with a reset (`reset` replies), bytes before it sent."""
         self._fallback = fallback
         self._port = port
         self._cond = threading.Condition()
@@ -221,6 +223,16 @@ class ScriptedServer:
         This is how a test proves a cancelled client really closed its response.
         """
         await self._wait(lambda: self.disconnects >= n, timeout, f"{n} disconnects")
+
+    def block_until_reset(self, n: int = 1, timeout: float = 5) -> None:
+        """Block the calling thread until ``n`` `reset` replies were sent and reset.
+
+        For a test that must keep its event loop busy while the server acts, so that
+        the bytes and the reset both wait in the client's socket when the loop resumes.
+        """
+        with self._cond:
+            if not self._cond.wait_for(lambda: self.resets >= n or self._stopping, timeout):
+                raise TimeoutError(f"scripted server: waited {timeout}s for {n} resets")
 
     async def _wait(self, predicate: Callable[[], bool], timeout: float, what: str) -> None:
         def block() -> bool:
@@ -457,6 +469,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         self.connection.close()
+        with self.scripted._cond:
+            self.scripted.resets += 1
+            self.scripted._cond.notify_all()
 
     def _deltas(self, reply: Reply) -> Iterator[dict[str, Any]]:
         """The deltas in wire order: role first, then thinking, text, tool-call fragments.

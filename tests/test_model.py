@@ -44,11 +44,23 @@ def _assert_one_line(err: ModelError) -> None:
 async def test_streaming_deltas_arrive_in_order(
     server: ScriptedServer, client: ModelClient
 ) -> None:
-    server.script(text("The quick brown fox jumps.", chunk_chars=3))
+    """Text reaches `on_delta` as it arrives: the first chunk while the server holds the
+    rest back, then the rest (chunks that arrived together come as one delta)."""
+    server.script(text("The quick brown fox jumps.", chunk_chars=3, hold=True))
     deltas: list[str] = []
-    result = await client.complete(MESSAGES, on_delta=deltas.append)
+    first = asyncio.Event()
+
+    def on_delta(piece: str) -> None:
+        deltas.append(piece)
+        first.set()
+
+    task = asyncio.create_task(client.complete(MESSAGES, on_delta=on_delta))
+    await asyncio.wait_for(first.wait(), timeout=5)
+    assert deltas == ["The"]
+    server.release()
+    result = await task
     assert isinstance(result, Completion)
-    assert len(deltas) == 9
+    assert len(deltas) > 1
     assert "".join(deltas) == result.content == "The quick brown fox jumps."
     assert result.finish_reason == "stop"
     assert result.tool_calls == []
@@ -327,7 +339,7 @@ async def test_connection_dropped_mid_stream(server: ScriptedServer, client: Mod
         await client.complete(MESSAGES, on_delta=deltas.append)
     assert info.value.kind == "unreachable"
     assert "mid-reply" in str(info.value)
-    assert deltas == ["partial ", "partial "]
+    assert "".join(deltas) == "partial partial "
     assert len(server.requests) == 1  # a started stream is not retried
     _assert_one_line(info.value)
 
@@ -386,14 +398,32 @@ async def test_thinking_is_collected_apart_from_the_answer(
     """DeepSeek-R1, Qwen3 and gpt-oss stream their thinking in `reasoning_content` or
     `reasoning` deltas: it reaches its own callback, as it arrives, and not the text."""
     server.script(
-        text("The answer.", reasoning="First, think. Then answer.", reasoning_field=field)
+        text(
+            "The answer.",
+            reasoning="First, think. Then answer.",
+            reasoning_field=field,
+            hold="answer",
+        )
     )
     deltas: list[str] = []
     thoughts: list[str] = []
-    result = await client.complete(MESSAGES, on_delta=deltas.append, on_reasoning=thoughts.append)
+    thought = asyncio.Event()
+
+    def on_reasoning(piece: str) -> None:
+        thoughts.append(piece)
+        if "".join(thoughts) == "First, think. Then answer.":
+            thought.set()
+
+    task = asyncio.create_task(
+        client.complete(MESSAGES, on_delta=deltas.append, on_reasoning=on_reasoning)
+    )
+    # Streamed, not handed over at the end: all of it is told while the answer is held.
+    await asyncio.wait_for(thought.wait(), timeout=5)
+    assert deltas == []
+    server.release()
+    result = await task
     assert result.content == "".join(deltas) == "The answer."
     assert result.reasoning == "".join(thoughts) == "First, think. Then answer."
-    assert len(thoughts) > 1  # streamed, not handed over at the end
 
 
 async def test_thinking_before_tool_calls_is_kept(

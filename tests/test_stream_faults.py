@@ -57,7 +57,28 @@ async def test_reset_mid_stream_is_one_line_and_the_text_so_far_was_delivered(
         await client.complete(MESSAGES, on_delta=deltas.append)
     assert info.value.kind == "unreachable"
     assert "mid-reply" in str(info.value) and server.base_url in str(info.value)
-    assert deltas == ["partial ", "partial "]
+    assert "".join(deltas) == "partial partial "
+
+
+async def test_text_that_arrived_with_a_reset_is_delivered_while_the_loop_was_busy(
+    server: ScriptedServer, client: ModelClient
+) -> None:
+    """The last text before a reset reaches the caller though the reset came before the
+    reader next looked: the loop is held (as a frame would hold it) from the first text
+    until the server has sent the rest and reset the connection."""
+    server.script(dataclasses.replace(s.reset(after_chunks=3), hold=True))
+    deltas: list[str] = []
+
+    def on_delta(piece: str) -> None:
+        deltas.append(piece)
+        if len(deltas) == 1:
+            server.release()
+            server.block_until_reset()
+
+    with pytest.raises(ModelError) as info:
+        await client.complete(MESSAGES, on_delta=on_delta)
+    assert info.value.kind == "unreachable"
+    assert "".join(deltas) == "partial partial partial "
     assert len(server.requests) == 1  # a started reply is never retried
     _clean_line(str(info.value))
 

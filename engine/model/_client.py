@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import orjson
 
 from engine.model._errors import cut_off, empty, malformed, translate
+from engine.model._received import Received
 from engine.model._sse import EventSplitter
 from engine.model._stream import Completion, StreamReader
 from engine.model._wire import encode_body
@@ -159,7 +160,7 @@ class ModelClient:
             # A dead host should fail in seconds, while a slow model may take minutes.
             timeout=mod.Timeout(self.timeout, connect=min(self.timeout, self.connect_timeout)),
             # The SDK retries inside one call; a hook on each request is where a retry shows.
-            http_client=mod.DefaultAsyncHttpxClient(event_hooks={"request": [self._attempt]}),
+            http_client=_http_client(mod, event_hooks={"request": [self._attempt]}),
         )
         # So does the HTTP transport's first request, its async backend: here too, not on
         # the loop as the first request goes out.
@@ -258,26 +259,41 @@ class ModelClient:
         on_delta: Callable[[str], None] | None,
         on_reasoning: Callable[[str], None] | None = None,
     ) -> None:
-        """Fold the event stream into ``reader``, one observer call per network read.
+        """Fold the event stream into ``reader``, one observer call per batch of bytes
+        taken (`Received`: everything that arrived since the last).
 
-        Whatever text a read held reaches ``on_delta`` before anything it held
+        Whatever text a batch held reaches ``on_delta`` before anything it held
         fails the reply, so the caller always has the partial text; its thinking
         reaches ``on_reasoning`` first (a model thinks before it answers). A stream
         that ends with neither ``[DONE]`` nor a finish reason was cut off and
         fails; one with a finish reason but no ``[DONE]`` is whole (some
         servers never send it).
         """
+        received = Received(http.aiter_bytes())
+        try:
+            await self._fold(http, received, reader, model, on_delta, on_reasoning)
+        finally:
+            await received.aclose()
+
+    async def _fold(
+        self,
+        http: Any,
+        received: Received,
+        reader: StreamReader,
+        model: str,
+        on_delta: Callable[[str], None] | None,
+        on_reasoning: Callable[[str], None] | None,
+    ) -> None:
         oa = self._openai
         timeouts, transport = _transport_errors(oa)
         splitter = EventSplitter()
         loads = _loads
-        reads = http.aiter_bytes().__aiter__()
         last_yield = time.monotonic()
         burst = 0
         while True:
             asked = time.monotonic()
             try:
-                raw = await anext(reads)
+                raw = await received.take()
             except StopAsyncIteration:
                 if reader.finish is None:
                     raise cut_off(self.display_url, model) from None
@@ -316,7 +332,7 @@ class ModelClient:
                 if pieces and on_delta is not None:
                     on_delta("".join(pieces))
             if done:
-                await _drain(reads)
+                await received.drain()
                 return
             now = time.monotonic()
             burst += len(raw)
@@ -338,6 +354,20 @@ class ModelClient:
             await client.close()
 
 
+def _http_client(mod: Any, **options: Any) -> Any:
+    """The SDK's HTTP client over aiohttp (the `openai[aiohttp]` extra), else over httpx.
+
+    A server streams one chunk per token, and httpx's HTTP/1.1 parser hands a body over
+    a chunk at a time, each through a stack of async generators; aiohttp parses in C and
+    hands over whatever arrived, so a read takes every token buffered at once
+    (bench/stream_read.py prints what reading a fast stream costs).
+    """
+    try:
+        return mod.DefaultAioHttpClient(**options)
+    except RuntimeError:  # installed without the extra
+        return mod.DefaultAsyncHttpxClient(**options)
+
+
 ClientFactory = Callable[[ModelObserver], ModelClient]
 """Makes a runtime's client, given who hears its retries and status (`Backend.make_client`)."""
 
@@ -353,13 +383,6 @@ def _told(
         on_reasoning(thought)
     if text and on_delta is not None:
         on_delta(text)
-
-
-async def _drain(reads: Any) -> None:
-    """Read past ``[DONE]`` to the end, so an HTTP/1.1 connection goes back to the pool."""
-    with contextlib.suppress(Exception):
-        async for _ in reads:
-            pass
 
 
 def _stream_error(oa: Any, request: Any, error: Any) -> Exception:

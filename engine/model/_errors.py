@@ -119,7 +119,8 @@ def translate(
 
     `oa` is the openai module, passed in because it is imported lazily.
     """
-    if isinstance(exc, oa.APITimeoutError):
+    lost = _lost_as_timeout(exc)
+    if isinstance(exc, oa.APITimeoutError) and not lost:
         if started:
             # The SDK's read timeout applies to every read, so this is a stall.
             return ModelError(
@@ -138,7 +139,7 @@ def translate(
             f"the model server at {url} did not answer within {timeout:g}s"
             f" (model '{model}'): try again or raise model.timeout",
         )
-    if isinstance(exc, oa.APIConnectionError):
+    if isinstance(exc, oa.APIConnectionError) or lost:
         if started:
             return ModelError(
                 "unreachable",
@@ -220,3 +221,13 @@ def _is_overflow(exc: Exception, message: str) -> bool:
 def _one_line(text: str, *, limit: int) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _lost_as_timeout(exc: Exception) -> bool:
+    """A lost or refused connection that the SDK reports as a timeout.
+
+    The aiohttp transport maps every failed connection to a connect timeout; its own
+    error, the cause's cause, says whether time ran out or the connection failed.
+    """
+    root = exc.__cause__.__cause__ if exc.__cause__ is not None else None
+    return type(root).__module__.startswith("aiohttp") and not isinstance(root, TimeoutError)
