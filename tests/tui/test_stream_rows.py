@@ -24,6 +24,7 @@ from textual.widgets import Static
 
 from tui import code_lexers
 from tui.live.code import LiveCode
+from tui.live.code_rows import CodeRows, Line, line_text
 from tui.live.markdown import Draw
 from tui.live.reply import LiveReply
 from tui.typed import TypingApp
@@ -52,6 +53,11 @@ class Box:
     + "x" * 150
     + """"
 """
+)
+
+SHORT_CODE = (
+    "def area(w, h):\n    # a comment\n    return w * h  # 'quoted' and \"double\"\n\n"
+    "class Box:\n    size = 3.5\n    names = [b'x', None, True]\n"
 )
 
 CASES = {
@@ -162,6 +168,10 @@ CASES = {
     )
     + "    indented after\n\n| t | u |\n|---|---|\n"
     + "| 1 | 2 |\n" * 90,
+    "blocks of one language": "".join(
+        f"Block {i}:\n\n```{('python', 'js', 'python')[i % 3]}\n{SHORT_CODE}```\n\n"
+        for i in range(5)
+    ),
     "list then other markers": "".join(f"- a{i} words words\n" for i in range(120))
     + "".join(f"* b{i} words\n" for i in range(120))
     + "+ c\n\n| a | b |\n|---|---|\n| 1 | 2 |\n",
@@ -238,6 +248,35 @@ async def test_streamed_rows_are_the_whole_replys_rows(drawing, name: str) -> No
         reply.resize(draw(57))
         got, want = rows(reply), whole(text, 57)
         assert got == want, f"{name}, seed {seed}, narrower: " + first_difference(got, want)
+
+
+async def test_a_replys_later_code_blocks_compose_rows_from_what_its_first_taught(
+    drawing, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rich draws a code line only while its token kinds' styles in a row are unknown (at
+    the reply's width and style, in its theme): a second block in the same language
+    draws none of its lines through Rich, and its rows are still the whole reply's."""
+    draw, whole = drawing
+    through_rich: list[str] = []
+    original = CodeRows.draw
+
+    def counted(self: CodeRows, line: Line) -> list[Strip]:
+        through_rich.append(line_text(line))
+        return original(self, line)
+
+    monkeypatch.setattr(CodeRows, "draw", counted)
+    first = f"One:\n\n```python\n{SHORT_CODE}```\n\n"
+    text = first + f"Two:\n\n```python\n{SHORT_CODE}```\n"
+    reply = LiveReply(draw(90))
+    reply.feed(first)
+    reply.update()
+    assert rows(reply) == whole(first, 90)
+    assert through_rich  # the first block's lines taught their kinds' styles
+    through_rich.clear()
+    reply.feed(text[len(first) :])
+    reply.update()
+    assert rows(reply) == whole(text, 90)
+    assert through_rich == []
 
 
 async def test_a_width_change_mid_stream_draws_the_rest_at_the_new_width(drawing) -> None:

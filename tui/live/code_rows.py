@@ -9,7 +9,10 @@ padding, a segment per token in that kind's style, the fill, the right
 padding. So once Rich has drawn a line, its kinds' styles and the padding
 are taken from its row, and a later line whose kinds are all known is
 composed from them directly, far cheaper; a composed row must equal the row
-Rich drew for the line it was learnt from, or composing stops for the block.
+Rich drew for the line it was learnt from, or composing stops. What is learnt
+holds for every block of the reply drawn at that width and style in that theme
+(`_Look`, kept on the `Draw`), so a reply's later blocks compose from their
+first line.
 """
 
 from __future__ import annotations
@@ -102,6 +105,18 @@ class _Replay(Lexer):
             yield 0, KINDS[number], value
 
 
+class _Look:
+    """How a theme's code rows look at one width and style, learnt from rows Rich drew."""
+
+    def __init__(self, draw: Draw, theme: SyntaxTheme) -> None:
+        pads = draw.render(Syntax("", "text", theme=theme, word_wrap=True, padding=1))
+        self.top, self.bottom = pads[0], pads[-1]
+        self.styles: dict[int, Style | None] | None = {}
+        """Each token kind's style in a row, as Rich drew it (None: rows are not composed)."""
+        self.frame: tuple[Segment, Style | None, Segment] | None = None
+        """A row's left padding, its fill's style and its right padding."""
+
+
 class CodeRows:
     """Draws a block's lines at one width and style."""
 
@@ -110,12 +125,11 @@ class CodeRows:
         self._theme = theme
         self.code_width = max(0, draw.width - 2)
         """Cells of code in a row: Syntax pads a cell each side."""
-        pads = draw.render(Syntax("", "text", theme=theme, word_wrap=True, padding=1))
-        self.top, self.bottom = pads[0], pads[-1]
-        self._styles: dict[int, Style | None] | None = {}
-        """Each token kind's style in a row, as Rich drew it (None: rows are not composed)."""
-        self._frame: tuple[Segment, Style | None, Segment] | None = None
-        """A row's left padding, its fill's style and its right padding."""
+        look = draw.memo.get((_Look, theme))
+        if look is None:
+            look = draw.memo[(_Look, theme)] = _Look(draw, theme)
+        self._look: _Look = look
+        self.top, self.bottom = look.top, look.bottom
 
     def fits(self, line: Line) -> bool:
         """Whether the line is one row (it fits the width)."""
@@ -123,16 +137,16 @@ class CodeRows:
 
     def composes(self, line: Line) -> bool:
         """Whether the line's row can be composed without Rich."""
-        styles = self._styles
-        if styles is None or self._frame is None:
+        styles = self._look.styles
+        if styles is None or self._look.frame is None:
             return False
         return all(kind in styles for kind in line[1]) and self.fits(line)
 
     def compose(self, line: Line) -> Strip:
         """The row of a line that `composes`."""
-        assert self._styles is not None and self._frame is not None
-        styles = self._styles
-        left, fill_style, right = self._frame
+        styles, frame = self._look.styles, self._look.frame
+        assert styles is not None and frame is not None
+        left, fill_style, right = frame
         segments = [left]
         for value, kind in zip(*line, strict=True):
             value = value.rstrip("\n")
@@ -158,22 +172,23 @@ class CodeRows:
         """Take each kind's style from a row Rich drew: the left padding, a segment per
         token, the fill (if any), the right padding. Composing the line again must give
         the very same row, or rows are not composed at all."""
-        if self._styles is None:
+        look = self._look
+        if look.styles is None:
             return
         kinds = [kind for value, kind in zip(*line, strict=True) if value.rstrip("\n")]
         segments = list(row)
         fill = self.code_width - cell_len(line_text(line))
-        styles = dict(self._styles)
-        frame = self._frame
+        styles = dict(look.styles)
+        frame = look.frame
         if len(segments) != len(kinds) + 2 + bool(fill):
-            self._styles = None
+            look.styles = None
             return
         for kind, segment in zip(kinds, segments[1:], strict=False):
             if styles.setdefault(kind, segment.style) != segment.style:
-                self._styles = None
+                look.styles = None
                 return
         if fill:
             frame = (segments[0], segments[-2].style, segments[-1])
-        self._styles, self._frame = styles, frame
+        look.styles, look.frame = styles, frame
         if frame is not None and self.compose(line) != row:
-            self._styles = None
+            look.styles = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from markdown_it import MarkdownIt
 from rich.markdown import CodeBlock, MarkdownElement, TableElement
@@ -42,6 +42,9 @@ class Draw:
     key: object = field(default=None)
     """What the rows depend on besides the width (the widget's style)."""
     _leads: dict[str, int] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    memo: dict[object, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    """What parts learn of drawing at this width and style, for the reply's other parts
+    (tui.live.code_rows: each code token kind's style in a row)."""
 
     def lead_rows(self, text: str) -> int:
         """How many rows `text` takes (a stand-in block, drawn once per `Draw`)."""
