@@ -15,8 +15,9 @@ import asyncio
 import pytest
 from textual.geometry import Region
 
+from tui.live.reply import LiveReply
 from tui.typed import TypingApp
-from tui.widgets.assistant_message import FREEZE_CHARS, AssistantMessage
+from tui.widgets.assistant_message import FRAME_CHARS, FREEZE_CHARS, AssistantMessage
 
 TEXT = "A reply that has to wrap on a narrow terminal, word by word."
 
@@ -228,3 +229,47 @@ async def test_a_reply_whose_log_text_differs_from_the_stream_is_rendered_whole(
         await message.finish("A reply as logged.")
         await pilot.pause()
         assert shown(message) == "A reply as logged."
+
+
+async def test_text_a_fast_stream_left_waiting_is_read_a_slice_a_frame_with_turns_between():
+    """Behind a fast stream, frames read what waits `FRAME_CHARS` at a time, the next due
+    at once, and the end reads what the frames had not: each slice its own frame with a
+    turn of the loop between (a key pressed then echoes), never the whole backlog in one
+    go; the finished reply shows the whole text."""
+    app: TypingApp[None] = TypingApp()
+    text = "".join(f"Paragraph {i}: {'words ' * 40}\n\n" for i in range(120))
+    assert len(text) > 15 * FRAME_CHARS
+    async with app.run_test(size=(100, 30)) as pilot:
+        message = AssistantMessage()
+        await app.mount(message)
+        turns = 0
+        read: list[tuple[int, int]] = []  # (turns of the loop so far, characters read)
+        feed = LiveReply.feed
+
+        def reading(reply: LiveReply, piece: str) -> None:
+            read.append((turns, len(piece)))
+            feed(reply, piece)
+
+        async def turning() -> None:
+            nonlocal turns
+            while True:
+                await asyncio.sleep(0)
+                turns += 1
+
+        counter = asyncio.create_task(turning())
+        try:
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(LiveReply, "feed", reading)
+                half = len(text) // 2
+                message.write(text[:half])
+                while sum(n for _, n in read) < 5 * FRAME_CHARS:  # frames, behind
+                    await pilot.pause()
+                message.write(text[half:])
+                await message.finish(text)
+        finally:
+            counter.cancel()
+        await pilot.pause()
+        assert all(n <= FRAME_CHARS for _, n in read)
+        assert sum(n for _, n in read) == len(text)
+        assert len({t for t, _ in read}) == len(read)  # the loop turned between any two
+        assert message.drawn == text and shown(message) == " ".join(text.split())

@@ -66,6 +66,10 @@ measures the keystroke latency this buys)."""
 HELD_CHARS = 2000
 """Characters a frame held back for keys may gather, at most: a frame costs about the
 text it reads, so at a fast model's pace frames stay short rather than rarer."""
+FRAME_CHARS = 2000
+"""Characters a frame reads at most. Behind a fast stream, the text waiting is read in
+slices, each its own frame with a turn of the loop between (keys echo there), the next
+due at once, rather than in one frame as long as the text."""
 NOW = 0.001
 """Seconds before a frame that is due at once."""
 FRAME_WAIT = 1.0
@@ -211,7 +215,8 @@ class AssistantMessage(PastReply):
         return wait
 
     def _show_pending(self) -> None:
-        """Hand what was written since the last frame to the streamed rows.
+        """Hand what was written since the last frame (`FRAME_CHARS` of it at most) to the
+        streamed rows.
 
         At the width the reply has, the text is read now and only the rows it
         changed are repainted (and the layout asked for if the height moved);
@@ -221,9 +226,14 @@ class AssistantMessage(PastReply):
         if live is None:
             lexing = OffLoop(asyncio.get_running_loop(), self._lexed)
             live = self._live = LiveReply(Draw(0, lambda renderable: []), lexing)
-        live.feed("".join(self._pending))
+        text = "".join(self._pending)
         self._pending.clear()
         self._pending_chars = 0
+        if len(text) > FRAME_CHARS:
+            text, rest = text[:FRAME_CHARS], text[FRAME_CHARS:]
+            self._pending.append(rest)
+            self._pending_chars = len(rest)
+        live.feed(text)
         self._relexed = False
         self._streaming = True
         width = self.size.width
@@ -314,7 +324,8 @@ class AssistantMessage(PastReply):
         self._busy = False
         if (self._pending or self._relexed) and not self._finished and self._frame is None:
             cost = time.monotonic() - started
-            self._frame = self.set_timer(max(FRAME, cost), self._draw, name="reply frame")
+            wait = NOW if self._pending_chars >= FRAME_CHARS else max(FRAME, cost)
+            self._frame = self.set_timer(wait, self._draw, name="reply frame")
 
     def _release(self) -> None:
         if self._holding:
@@ -357,6 +368,9 @@ class AssistantMessage(PastReply):
             self._frame.stop()
             self._frame = None
         if self._streamed and text == self.text and self.is_mounted:
+            while self._pending_chars > FRAME_CHARS and self.is_mounted:
+                self._show_pending()  # text the frames had not read yet: a slice a frame
+                await self._next_frame()
             # The last frame shows every line, lexed now (a reply that ends before its
             # first frame has no job out: its code is lexed on this turn from the start).
             if self._live is None:
