@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections import deque
 from typing import TYPE_CHECKING
 
 from rich.markdown import Markdown as RichMarkdown
@@ -56,8 +57,9 @@ FRAME = 1 / 30
 """Seconds between draws of a streaming reply, at the least.
 
 A frame that took longer to reach the screen is followed by an idle gap as
-long as it took, so drawing never holds the UI loop more than half the time
-and keystrokes get the rest.
+long as it took, so drawing holds the UI loop at most half the time and
+keystrokes get the rest; only while text waits for frames (`FRAME_CHARS`) is
+the next slice due at once.
 """
 TYPING_FRAME = 0.1
 """Seconds a frame may be held back while keys arrive: a reply being streamed while the
@@ -91,8 +93,9 @@ class AssistantMessage(PastReply):
         self._parts: list[str] = []
         super().__init__(text, seq=seq)
         self._safe = SafeStream()
-        self._pending: list[str] = []
-        """Text written since the last frame was drawn."""
+        self._pending: deque[str] = deque()
+        """Text written and not read by a frame yet (from `_cut` on in the first piece)."""
+        self._cut = 0
         self._pending_chars = 0
         self._live: LiveReply | None = None
         """The streamed rows (tui.live), at the width and style they were drawn for."""
@@ -226,14 +229,7 @@ class AssistantMessage(PastReply):
         if live is None:
             lexing = OffLoop(asyncio.get_running_loop(), self._lexed)
             live = self._live = LiveReply(Draw(0, lambda renderable: []), lexing)
-        text = "".join(self._pending)
-        self._pending.clear()
-        self._pending_chars = 0
-        if len(text) > FRAME_CHARS:
-            text, rest = text[:FRAME_CHARS], text[FRAME_CHARS:]
-            self._pending.append(rest)
-            self._pending_chars = len(rest)
-        live.feed(text)
+        live.feed(self._take_slice())
         self._relexed = False
         self._streaming = True
         width = self.size.width
@@ -247,6 +243,23 @@ class AssistantMessage(PastReply):
         self._repaint = None
         if rows is not None or live.height != height:
             self.refresh(*(() if rows is None else (rows,)), layout=live.height != height)
+
+    def _take_slice(self) -> str:
+        """The next `FRAME_CHARS` of the text waiting (a slice costs its own length, however
+        much waits behind it)."""
+        pending, taken, size = self._pending, [], 0
+        while pending and size < FRAME_CHARS:
+            piece, start = pending[0], self._cut
+            end = min(len(piece), start + FRAME_CHARS - size)
+            taken.append(piece[start:end] if start or end < len(piece) else piece)
+            size += end - start
+            if end == len(piece):
+                pending.popleft()
+                self._cut = 0
+            else:
+                self._cut = end
+        self._pending_chars -= size
+        return "".join(taken)
 
     def _live_at(self, width: int, *, read: bool = True) -> LiveReply:
         """The streamed rows at `width` and the current style, with the new text and
