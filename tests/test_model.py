@@ -36,6 +36,20 @@ async def client(server: ScriptedServer) -> AsyncIterator[ModelClient]:
     await mc.aclose()
 
 
+async def _until_first_delta(client: ModelClient, deltas: list[str]) -> asyncio.Task[Any]:
+    """Start `complete` in a task, the text it tells going into `deltas`, and return the
+    task once the first delta came (the server holds the rest)."""
+    first = asyncio.Event()
+
+    def on_delta(piece: str) -> None:
+        deltas.append(piece)
+        first.set()
+
+    task = asyncio.create_task(client.complete(MESSAGES, on_delta=on_delta))
+    await asyncio.wait_for(first.wait(), timeout=5)
+    return task
+
+
 def _assert_one_line(err: ModelError) -> None:
     line = str(err)
     assert line and "\n" not in line and "Traceback" not in line
@@ -48,14 +62,7 @@ async def test_streaming_deltas_arrive_in_order(
     rest back, then the rest (chunks that arrived together come as one delta)."""
     server.script(text("The quick brown fox jumps.", chunk_chars=3, hold=True))
     deltas: list[str] = []
-    first = asyncio.Event()
-
-    def on_delta(piece: str) -> None:
-        deltas.append(piece)
-        first.set()
-
-    task = asyncio.create_task(client.complete(MESSAGES, on_delta=on_delta))
-    await asyncio.wait_for(first.wait(), timeout=5)
+    task = await _until_first_delta(client, deltas)
     assert deltas == ["The"]
     server.release()
     result = await task
@@ -303,14 +310,7 @@ async def test_cancel_mid_stream_keeps_partial_and_closes(
 ) -> None:
     server.script(text("partial answer that never finishes", chunk_chars=7, hold=True))
     deltas: list[str] = []
-    first = asyncio.Event()
-
-    def on_delta(piece: str) -> None:
-        deltas.append(piece)
-        first.set()
-
-    task = asyncio.create_task(client.complete(MESSAGES, on_delta=on_delta))
-    await asyncio.wait_for(first.wait(), timeout=5)
+    task = await _until_first_delta(client, deltas)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
