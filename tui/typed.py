@@ -1,7 +1,8 @@
 """What the user types: when the last key came, and characters typed where nothing takes text.
 
 A streaming reply draws less often while keys arrive, so it reads when the
-last one came from the app (`TypingApp.typed_at`).
+last one came from the app (`TypingApp.typed_at`), and draws a frame it held
+back right after a key's echo (`after_echo`), when the next key is furthest off.
 
 A printable key pressed on the transcript, the queue or an inspector list
 would otherwise be dropped (those widgets ignore letters), and what the user
@@ -13,6 +14,7 @@ in the reader) keep their meaning.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from textual import events
@@ -27,6 +29,25 @@ class TypingApp(App[ReturnType]):
 
     typed_at = 0.0
     """When the last key arrived (monotonic)."""
+    echoed_at = 0.0
+    """When a frame echoing input was last drawn at once (`echoed`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._after_echo: list[Callable[[], object]] = []
+
+    def after_echo(self, callback: Callable[[], object]) -> None:
+        """Call `callback` once, when the frame echoing the next input has been drawn (a
+        screen that draws echoes at once says so, `echoed`)."""
+        if callback not in self._after_echo:
+            self._after_echo.append(callback)
+
+    def echoed(self) -> None:
+        """The frame echoing input was just drawn: the loop is free until the next key."""
+        self.echoed_at = time.monotonic()
+        waiting, self._after_echo = self._after_echo, []
+        for callback in waiting:
+            callback()
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key):

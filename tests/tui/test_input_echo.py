@@ -2,7 +2,9 @@
 itself, without waiting for Textual's update timer to tick (tui.screens.input_echo).
 
 Each test stops the update timer first, so only the echo path can draw: without it, what
-the key changed would wait to be drawn for as long as the test waits.
+the key changed would wait to be drawn for as long as the test waits. So each first waits
+for start-up's last step (the warm-up, a second on): a change it makes after the timer
+stopped would never be drawn, and on a loaded machine it can land after the key.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from textual import events
 
 from engine import events as ev
 from tests.tui.conftest import LIMIT, app_on_thread, settle
+from tui.screens.warm_up import warmed
 from tui.widgets.prompt_input import PromptInput
 from tui.widgets.transcript import Transcript
 
@@ -42,23 +45,33 @@ async def _until(ready: Any) -> None:
         await asyncio.sleep(0.001)
 
 
+async def _quiet(pilot: Any) -> None:
+    """Settled, and start-up's warm-up run to its end."""
+    await settle(pilot)
+    screen = pilot.app.screen
+    await _until(lambda: warmed(screen))
+    await settle(pilot)
+
+
 async def test_keys_typed_into_the_prompt_are_drawn_at_once(app_factory) -> None:
     app = app_factory()
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+        await _quiet(pilot)
         screen = app.screen
         prompt = app.query_one(PromptInput)
         _stop_the_update_timer(screen)
         for typed in ("h", "hi"):
+            pressed = time.monotonic()
             app.post_message(events.Key(typed[-1], typed[-1]))
             await _until(lambda want=typed: prompt.text == want and _nothing_to_draw(screen))
+            assert app.echoed_at >= pressed  # said, for a reply's frame held back for keys
         assert prompt.text == "hi"
 
 
 async def test_a_paste_is_drawn_at_once(app_factory) -> None:
     app = app_factory()
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+        await _quiet(pilot)
         screen = app.screen
         prompt = app.query_one(PromptInput)
         _stop_the_update_timer(screen)
@@ -73,7 +86,7 @@ async def test_a_page_key_scrolls_the_transcript_and_is_drawn_at_once(
     messages = (ev.UserMessage(text=f"message {n}") for n in range(60))
     app = app_on_thread(app_factory, tmp_path / "home", "t-echo", messages)
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+        await _quiet(pilot)
         screen = app.screen
         transcript = app.query_one(Transcript)
         bottom = transcript.scroll_y
@@ -96,7 +109,7 @@ async def test_a_key_in_a_dialog_is_drawn_at_once(app_factory, tmp_path) -> None
         app_on_thread(app_factory, home, name, [ev.UserMessage(text=f"in {name}")])
     app = app_on_thread(app_factory, home, "t-echo", [ev.UserMessage(text="here")])
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+        await _quiet(pilot)
         await pilot.press("ctrl+t")
         await _until(lambda: isinstance(app.screen, ThreadsScreen))
         screen = app.screen

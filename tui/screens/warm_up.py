@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from functools import partial
 from typing import Any
+from weakref import WeakSet
 
 from textual.screen import Screen
 from textual.worker import Worker
@@ -31,6 +32,9 @@ WARM_AFTER = 1.0
 COMPLETE_AFTER = 0.1
 """Seconds after the thread's first frame before its continuity is wired."""
 
+_warmed: WeakSet[Screen[Any]] = WeakSet()
+"""Screens whose warm-up has run to its end."""
+
 
 def warm_up(screen: Screen[Any], runtime: Runtime) -> None:
     """Start what follows `runtime`'s first frame on `screen`, which shows it."""
@@ -41,6 +45,11 @@ def warm_up(screen: Screen[Any], runtime: Runtime) -> None:
             lambda: screen.set_timer(COMPLETE_AFTER, partial(_highlight, screen), name="lexers")
         )
     screen.set_timer(WARM_AFTER, partial(_start_warm, screen, runtime))
+
+
+def warmed(screen: Screen[Any]) -> bool:
+    """Whether the warm-up on `screen` has run to its end (start-up's last change)."""
+    return screen in _warmed
 
 
 def _prepare(screen: Screen[Any]) -> None:
@@ -89,6 +98,7 @@ def _start_warm(screen: Screen[Any], runtime: Runtime) -> Worker[None]:
         await runtime.model.prepare()
         freeze_long_lived()
         switching.settled()
+        _warmed.add(screen)
 
     # The coroutine is made as the worker starts: one a quit cancels first leaves none
     # unawaited.
