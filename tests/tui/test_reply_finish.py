@@ -103,7 +103,7 @@ async def test_finished_blocks_are_frozen_and_only_the_open_tail_is_drawn_again(
 
 async def test_a_frame_waits_while_keys_arrive_but_never_for_long():
     """Keys go first: a reply frame due while the user types is held back (the app's
-    `typed_at`), but one held for `TYPING_FRAME` already is drawn whatever the keys do."""
+    `typed_at`), but one held for `HOLD` already is drawn whatever the keys do."""
     import time
 
     app: TypingApp[None] = TypingApp()
@@ -135,27 +135,88 @@ async def test_a_frame_waits_while_keys_arrive_but_never_for_long():
         assert message.open_text == "first words more "
 
 
-async def test_a_frame_held_for_keys_is_drawn_once_enough_text_gathered():
-    """While keys arrive a frame is held back, but one that gathered `HELD_CHARS` is drawn
-    at once: at a fast model's pace frames stay small rather than rare."""
+async def test_a_frame_held_for_keys_is_drawn_just_after_a_keys_echo():
+    """A frame due while keys arrive waits for the next key's echo (the screen says it drew
+    one: `echoed`) and is drawn right after it, where the next key is furthest off; one
+    due just after an echo is drawn at once."""
     import time
 
     from tests.tui.conftest import until
-    from tui.widgets.assistant_message import HELD_CHARS
 
     app: TypingApp[None] = TypingApp()
     async with app.run_test() as pilot:
         message = AssistantMessage()
         await app.mount(message)
-        app.typed_at = time.monotonic() + 3600  # keys arriving all along
         message.write("first words ")
         assert message._frame is not None
         message._frame.stop()
-        message._draw()  # due: held for the keys
+        app.typed_at = time.monotonic() + 3600  # a key just now, its echo not drawn yet
+        message._due = time.monotonic() + 3600  # and no limit on the hold: only an echo
+        message._draw()
         assert message._held and message.open_text == ""
-        message.write("x" * HELD_CHARS)
-        await until(pilot, lambda: message.drawn.startswith("first words x"))
+        app.echoed()  # the screen drew the key's echo
         assert not message._held
+        await until(pilot, lambda: message.open_text == "first words " and not message._busy)
+
+        app.typed_at = time.monotonic()  # a key, and its echo drawn: the frame goes at once
+        app.echoed_at = app.typed_at
+        message.write("more ")
+        assert message._frame is not None
+        message._frame.stop()
+        message._draw()
+        assert not message._held and message.open_text == "first words more "
+
+
+async def test_text_gathered_behind_a_frame_held_for_keys_is_read_as_it_comes():
+    """While keys arrive a frame is held back, but the text a fast stream writes meanwhile
+    is read as it gathers, `FRAME_CHARS` a turn, without asking for a draw: the held frame
+    then reads one slice at most and draws everything read since the last frame."""
+    import time
+
+    from tests.tui.conftest import until
+
+    app: TypingApp[None] = TypingApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        message = AssistantMessage()
+        await app.mount(message)
+        first = "".join(f"Line {i}.\n\n" for i in range(40))  # taller than the screen
+        message.write(first)
+
+        def laid_out() -> bool:
+            live = message._live
+            return live is not None and live.draw.width == message.size.width
+
+        await until(pilot, lambda: not message._busy and message.drawn == first and laid_out())
+        app.typed_at = time.monotonic() + 3600  # keys arriving all along
+        read: list[int] = []
+        draws: list[object] = []
+        feed, refresh = LiveReply.feed, message.refresh
+
+        def reading(reply: LiveReply, piece: str) -> None:
+            read.append(len(piece))
+            feed(reply, piece)
+
+        def drawing(*regions: Region, **options: bool) -> AssistantMessage:
+            draws.append(regions)
+            return refresh(*regions, **options)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(LiveReply, "feed", reading)
+            patch.setattr(message, "refresh", drawing)
+            text = "".join(f"Paragraph {i}: {'words ' * 40}\n\n" for i in range(30))
+            message.write(text)
+            assert message._frame is not None
+            message._frame.stop()
+            message._draw()  # due: held for the keys
+            assert message._held and message._frame is not None
+            await until(pilot, lambda: message._pending_chars < FRAME_CHARS)
+            assert message._held and draws == []  # read, not drawn: the frame is held
+            assert len(read) >= 3 and all(n == FRAME_CHARS for n in read)
+            app.typed_at = 0.0  # the keys stop: the held frame draws
+            await until(pilot, lambda: message.drawn == first + text)
+            assert draws and max(read) <= FRAME_CHARS
+        await until(pilot, lambda: not message._busy)
+        assert "Paragraph 29" in shown(message)
 
 
 MIXED = (

@@ -1,7 +1,7 @@
 """The reply being streamed: drawn at a frame rate from kept rows, one widget throughout.
 
 However fast the model, the UI loop draws at most one frame per `FRAME`
-(fewer while the user types: `TYPING_FRAME`): a delta only joins a list
+(while the user types, about one a key, after its echo): a delta only joins a list
 and, if none is armed, arms the frame's timer. A frame reads the text
 written since the last one into the reply's rows (tui.live): finished
 blocks are drawn once and kept, a code block's lines are lexed and drawn
@@ -58,22 +58,29 @@ FRAME = 1 / 30
 
 A frame that took longer to reach the screen is followed by an idle gap as
 long as it took, so drawing holds the UI loop at most half the time and
-keystrokes get the rest; only while text waits for frames (`FRAME_CHARS`) is
-the next slice due at once.
+keystrokes get the rest. Text that gathers faster is read meanwhile, a slice a
+turn (`FRAME_CHARS`), and drawn by the next frame.
 """
-TYPING_FRAME = 0.1
-"""Seconds a frame may be held back while keys arrive: a reply being streamed while the
-user types draws about this often, so a key's echo mostly finds the loop free (bench/tui.py
-measures the keystroke latency this buys)."""
-HELD_CHARS = 2000
-"""Characters a frame held back for keys may gather, at most: a frame costs about the
-text it reads, so at a fast model's pace frames stay short rather than rarer."""
+TYPING = 0.5
+"""Seconds after a key during which the user counts as typing: a reply's frames are then
+drawn just after a key's echo, so the next key mostly finds the loop free
+(`bench/tmux_stream.py` and `bench/tui.py` measure the echo this buys)."""
+AFTER_KEY = 0.04
+"""Seconds after a key, its echo drawn, in which a frame due is drawn at once: the next
+key is most likely further off than that."""
+HOLD = 0.25
+"""Seconds a frame may be held back for keys, at most: the reply moves several times a
+second however the user types."""
+ECHO_GAP = 0.004
+"""Seconds between a key's echo and the frame held for it: the echo's bytes go out first
+(Textual's output thread needs the interpreter's lock the frame would hold)."""
 FRAME_CHARS = 2000
-"""Characters a frame reads at most. Behind a fast stream, the text waiting is read in
-slices, each its own frame with a turn of the loop between (keys echo there), the next
-due at once, rather than in one frame as long as the text."""
+"""Characters read in one turn of the loop at most. Behind a fast stream the text waiting
+is read a slice a turn (keys echo between), without drawing; the next frame draws what
+was read: reading keeps up with the stream, and the screen is drawn at the frame rate
+(a frame that scrolls the transcript draws every row of it)."""
 NOW = 0.001
-"""Seconds before a frame that is due at once."""
+"""Seconds before a frame or a slice that is due at once."""
 FRAME_WAIT = 1.0
 """Seconds the end waits, at most, for the frame showing the whole streamed text."""
 ROWS_A_TURN = 256
@@ -102,6 +109,10 @@ class AssistantMessage(PastReply):
         self._streaming = False
         """Frames draw the reply (from `_live`), not the log's text yet."""
         self._frame: Timer | None = None
+        self._reading: Timer | None = None
+        """The turn that reads the next slice of the text waiting, without drawing."""
+        self._shown_height = 0
+        """The streamed rows' height when a frame last asked for a draw."""
         self._busy = False
         """A frame is being drawn and has not reached the screen yet."""
         self._due = 0.0
@@ -161,11 +172,9 @@ class AssistantMessage(PastReply):
             collection.hold_full()
         if self._frame is None and not self._busy:
             self._frame = self.set_timer(FRAME, self._draw, name="reply frame")
-        elif self._held and self._pending_chars >= HELD_CHARS and self._frame is not None:
-            self._held = False  # held for keys, but it has gathered enough: draw it now
-            self._frame.stop()
+        if self._pending_chars >= FRAME_CHARS and self._reading is None:
             # Not 0: a Textual timer of 0 seconds never fires (it divides by its interval).
-            self._frame = self.set_timer(NOW, self._draw, name="reply frame")
+            self._reading = self.set_timer(NOW, self._read_ahead, name="reply reading")
 
     def _lexed(self) -> None:
         """Code was lexed off the loop since the last frame: the next frame shows it."""
@@ -191,35 +200,56 @@ class AssistantMessage(PastReply):
         self._held = bool(held)
         if held:
             self._frame = self.set_timer(held, self._draw, name="reply frame")
+            self.app.after_echo(self._after_echo)
             return
+        self._draw_now(started)
+
+    def _draw_now(self, started: float) -> None:
         self._show_pending()
         self._busy = True
         if not self.call_after_refresh(self._drawn, started):
             self._drawn(started)
 
+    def _after_echo(self) -> None:
+        """A key's echo was drawn while this frame was held back for keys: it is drawn at
+        the next turn, before the next key most likely comes, not as that key arrives."""
+        if not self._held or self._frame is None or self._finished or not self.is_mounted:
+            return
+        self._frame.stop()
+        self._held = False
+        self._due = 0.0
+        self._frame = self.set_timer(ECHO_GAP, self._draw_held, name="reply frame")
+
+    def _draw_held(self) -> None:
+        self._frame = None
+        due = self._pending or self._relexed
+        if due and not self._finished and not self._busy and self.is_mounted:
+            self._draw_now(time.monotonic())
+
     def _held_for_keys(self, now: float) -> float:
         """Seconds this frame waits so that keys go first (0: draw now).
 
-        While keys arrive (the app's `typed_at`, one within `TYPING_FRAME`), a
-        frame waits until `TYPING_FRAME` after the last key, but never longer
-        than `TYPING_FRAME` after it first fell due: a typist gets a loop with
-        far fewer frames in it, and the reply still moves several times a second.
-        A frame that gathered `HELD_CHARS` is not held.
+        While the user types (a key within `TYPING`, the app's `typed_at`), a
+        frame is drawn at once only in the `AFTER_KEY` after a key whose echo
+        is drawn; otherwise it waits for the next key's echo (`_after_echo`),
+        never longer than `HOLD` after it first fell due: a typist gets about
+        a frame a key, drawn where the next key is furthest off. The text
+        gathered meanwhile is read as it comes (`_read_ahead`).
         """
-        typed = now - self.app.typed_at
-        if typed >= TYPING_FRAME or self._pending_chars >= HELD_CHARS:
+        app = self.app
+        typed = now - app.typed_at
+        due = self._due or now
+        just_echoed = 0 <= typed < AFTER_KEY and app.echoed_at >= app.typed_at
+        wait = min(TYPING - typed, due + HOLD - now)
+        if typed >= TYPING or just_echoed or wait <= 0.002:
             self._due = 0.0
             return 0.0
-        due = self._due = self._due or now
-        wait = min(TYPING_FRAME - typed, due + TYPING_FRAME - now)
-        if wait <= 0.002:
-            self._due = 0.0
-            return 0.0
+        self._due = due
         return wait
 
     def _show_pending(self) -> None:
-        """Hand what was written since the last frame (`FRAME_CHARS` of it at most) to the
-        streamed rows.
+        """Hand what waits (`FRAME_CHARS` of it at most) to the streamed rows and draw the
+        rows changed since the last frame: those this read changed and those read ahead.
 
         At the width the reply has, the text is read now and only the rows it
         changed are repainted (and the layout asked for if the height moved);
@@ -236,13 +266,32 @@ class AssistantMessage(PastReply):
         if not width or live.draw.width != width:
             self.refresh(layout=True)
             return
-        height = live.height
-        self._repaint = None
         self._live_at(width)
-        rows = self._repaint
-        self._repaint = None
-        if rows is not None or live.height != height:
-            self.refresh(*(() if rows is None else (rows,)), layout=live.height != height)
+        rows, self._repaint = self._repaint, None
+        layout = live.height != self._shown_height
+        self._shown_height = live.height
+        if rows is not None or layout:
+            self.refresh(*(() if rows is None else (rows,)), layout=layout)
+
+    def _read_ahead(self) -> None:
+        """While a slice's worth waits, read it without drawing (the next frame draws it),
+        and read on at the next turn."""
+        self._reading = None
+        if self._finished or self._pending_chars < FRAME_CHARS or not self._read_slice():
+            return
+        if self._pending_chars >= FRAME_CHARS:
+            self._reading = self.set_timer(NOW, self._read_ahead, name="reply reading")
+
+    def _read_slice(self) -> bool:
+        """Read the next slice of the text waiting into the streamed rows; the rows it
+        changed wait in `_repaint` for the next frame. False: not read, the rows are not
+        laid out at this width yet (a frame's layout reads it)."""
+        live, width = self._live, self.size.width
+        if live is None or not width or live.draw.width != width or not self.is_mounted:
+            return False
+        live.feed(self._take_slice())
+        self._live_at(width)
+        return True
 
     def _take_slice(self) -> str:
         """The next `FRAME_CHARS` of the text waiting (a slice costs its own length, however
@@ -307,7 +356,8 @@ class AssistantMessage(PastReply):
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         if not self._streaming:
             return super().get_content_height(container, viewport, width)
-        return self._live_at(width).height if width else 0
+        self._shown_height = self._live_at(width).height if width else 0
+        return self._shown_height
 
     def to_keep(self) -> DrawnReply | None:
         """Kept for the next open only once finished: the lines streamed are not the reply."""
@@ -337,8 +387,7 @@ class AssistantMessage(PastReply):
         self._busy = False
         if (self._pending or self._relexed) and not self._finished and self._frame is None:
             cost = time.monotonic() - started
-            wait = NOW if self._pending_chars >= FRAME_CHARS else max(FRAME, cost)
-            self._frame = self.set_timer(wait, self._draw, name="reply frame")
+            self._frame = self.set_timer(max(FRAME, cost), self._draw, name="reply frame")
 
     def _release(self) -> None:
         if self._holding:
@@ -377,13 +426,18 @@ class AssistantMessage(PastReply):
         """
         text = safe_text(text)
         self._finished = True
-        if self._frame is not None:
-            self._frame.stop()
-            self._frame = None
+        for timer in (self._frame, self._reading):
+            if timer is not None:
+                timer.stop()
+        self._frame = self._reading = None
         if self._streamed and text == self.text and self.is_mounted:
             while self._pending_chars > FRAME_CHARS and self.is_mounted:
-                self._show_pending()  # text the frames had not read yet: a slice a frame
-                await self._next_frame()
+                # Text the frames had not read yet: a slice a turn, keys echo between.
+                if self._read_slice():
+                    await asyncio.sleep(0)
+                else:  # not laid out yet: a frame lays it out
+                    self._show_pending()
+                    await self._next_frame()
             # The last frame shows every line, lexed now (a reply that ends before its
             # first frame has no job out: its code is lexed on this turn from the start).
             if self._live is None:
