@@ -33,6 +33,7 @@ from tui.screens.chat import ChatScreen
 from tui.screens.chat_settings import ChatSettings
 from tui.screens.input_echo import ECHOED, EchoingScreen
 from tui.screens.thread_controller import ThreadController
+from tui.screens.warm_up import warmed
 from tui.typed import TypingApp
 from tui.ui_state import UiState, load_state, save_state, theme_to_use
 from tui.widgets.welcome import home_label
@@ -135,7 +136,10 @@ class TroveApp(TypingApp[int]):
         self.set_interval(collection.CHECK, self._collect_when_quiet, name="quiet collection")
 
     def _collect_when_quiet(self) -> None:
-        collection.collect_when_quiet(time.monotonic() - self.typed_at)
+        # Not before the warm-up's end: what its imports make is about to be frozen, and
+        # a full collection before that walks all of it (tens of ms, as a prompt is sent).
+        if warmed(self.chat):
+            collection.collect_when_quiet(time.monotonic() - self.typed_at)
 
     def _keep_theme(self, theme: Theme) -> None:
         """A theme set after the start (the palette's pick) is kept for the next launch,

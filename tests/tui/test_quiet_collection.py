@@ -6,12 +6,22 @@ from __future__ import annotations
 import asyncio
 import gc
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from engine.util import collector
 from tests.tui.conftest import LIMIT, settle
 from tui.live import collection
+from tui.screens.warm_up import warmed
+
+
+async def _warm(pilot: Any) -> None:
+    """Until the app's warm-up has ended (a second or more after its thread opened)."""
+    deadline = asyncio.get_running_loop().time() + LIMIT
+    while not warmed(pilot.app.chat):
+        assert asyncio.get_running_loop().time() < deadline, "the warm-up never ended"
+        await pilot.pause(collection.CHECK / 2)
 
 
 def fall_due(times: int = 1) -> None:
@@ -88,6 +98,7 @@ async def test_the_app_runs_a_due_collection_once_the_keys_stop(
 
     async with app.run_test(size=(100, 32)) as pilot:
         await settle(pilot)
+        await _warm(pilot)  # none runs before the warm-up's end (its freeze resets `due`)
         assert gc.get_threshold()[2] == collection.OUT_OF_REACH
         monkeypatch.setattr(collection, "collect_when_quiet", counted)
         app.typed_at = float("inf")  # a key "keeps arriving": only overdue ones may run
@@ -98,3 +109,47 @@ async def test_the_app_runs_a_due_collection_once_the_keys_stop(
         await checks_reach(len(checks) + 1)
         assert checks[-1] and collection.due() == 0
     assert gc.get_threshold() == before
+
+
+async def test_no_full_collection_runs_before_the_warm_up_has_ended(
+    app_factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The warm-up's imports make objects it then freezes: a full collection due before its
+    end waits for it (it would walk them all), then runs at the next quiet moment."""
+    import tui.app
+    from engine.model import ModelClient
+
+    release = asyncio.Event()
+    prepare = ModelClient.prepare
+
+    async def held(client: ModelClient) -> None:
+        await release.wait()
+        await prepare(client)
+
+    gates: list[bool] = []
+    gate = tui.app.warmed
+
+    def counted(screen: object) -> bool:
+        gates.append(gate(screen))
+        return gates[-1]
+
+    monkeypatch.setattr(ModelClient, "prepare", held)
+    monkeypatch.setattr(tui.app, "warmed", counted)
+    app = app_factory()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        app.typed_at = 0.0  # nobody typing
+        fall_due()
+        seen = len(gates)
+        deadline = asyncio.get_running_loop().time() + LIMIT
+        while len(gates) < seen + 3:  # three checks of the app's, all before the warm-up's end
+            assert asyncio.get_running_loop().time() < deadline, "the app never checked"
+            await pilot.pause(collection.CHECK / 2)
+        assert not any(gates) and collection.due() >= 1
+        release.set()
+        await _warm(pilot)  # its freeze leaves nothing due; what falls due now runs
+        fall_due()
+        deadline = asyncio.get_running_loop().time() + LIMIT
+        while collection.due():
+            assert asyncio.get_running_loop().time() < deadline, "no collection ran"
+            await pilot.pause(collection.CHECK / 2)

@@ -48,7 +48,8 @@ def warm_up(screen: Screen[Any], runtime: Runtime) -> None:
 
 
 def warmed(screen: Screen[Any]) -> bool:
-    """Whether the warm-up on `screen` has run to its end (start-up's last change)."""
+    """Whether the warm-up on `screen` has ended (start-up's last change); the app runs no
+    full collection before (tui.live.collection)."""
     return screen in _warmed
 
 
@@ -95,10 +96,12 @@ def _start_warm(screen: Screen[Any], runtime: Runtime) -> Worker[None]:
         """Pay the model client's import before the first prompt, not on it; then freeze
         what lives as long as the app (tui.startup.collection) and give the GIL's switch
         interval back (tui.startup.switching)."""
-        await runtime.model.prepare()
-        freeze_long_lived()
-        switching.settled()
-        _warmed.add(screen)
+        try:
+            await runtime.model.prepare()
+            freeze_long_lived()
+            switching.settled()
+        finally:
+            _warmed.add(screen)  # ended, however: full collections may run again
 
     # The coroutine is made as the worker starts: one a quit cancels first leaves none
     # unawaited.
