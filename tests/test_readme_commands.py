@@ -27,7 +27,8 @@ def test_install_and_test_commands_make_their_own_venv_first() -> None:
             assert step.startswith(".venv/bin/"), f"{step!r} runs outside the venv"
     assert install.endswith(".venv/bin/trove")
     assert "pip install -e '.[local]'" in install
-    assert tests.endswith(".venv/bin/python -m pytest -q")
+    assert tests.endswith(".venv/bin/python -m pytest -q -n 2")  # two workers: pytest-xdist
+    assert "pip install -e '.[test]'" in tests  # which brings pytest-xdist
 
 
 def test_ci_runs_the_readme_test_command() -> None:
