@@ -59,3 +59,21 @@ def test_a_loop_closed_while_a_job_runs_drops_its_result_quietly(
         _through()
     assert heard == []
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_the_warm_up_starts_the_lexing_thread_before_any_code_streams() -> None:
+    """The first code block's job would start the thread on the UI loop (which waits for
+    a new thread to run): start-up's warm-up starts it in its own worker thread."""
+    from tui.screens.warm_up import prepare_first_turn
+
+    def lexing_thread() -> bool:
+        return any(t.name.startswith("trove-lexing") for t in threading.enumerate())
+
+    if lexing._executor is not None:  # started by an earlier test: as at start-up, none
+        lexing._executor.shutdown(wait=True)
+        lexing._executor = None
+    assert not lexing_thread()
+    worker = threading.Thread(target=prepare_first_turn)
+    worker.start()
+    worker.join(timeout=60)
+    assert lexing_thread()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, TypeVar
@@ -20,6 +21,7 @@ from typing import Protocol, TypeVar
 T = TypeVar("T")
 
 _executor: ThreadPoolExecutor | None = None
+_making = threading.Lock()
 
 
 class Lexing(Protocol):
@@ -57,8 +59,16 @@ class OffLoop:
             self._loop.run_in_executor(_shared(), job).add_done_callback(finished)
 
 
+def start() -> None:
+    """Start the lexing thread now and wait for it (start-up's warm-up, in a worker
+    thread): the first code block's first job would start it on the UI loop, which
+    waits for a new thread to run."""
+    _shared().submit(lambda: None).result()
+
+
 def _shared() -> ThreadPoolExecutor:
     global _executor
-    if _executor is None:
-        _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trove-lexing")
-    return _executor
+    with _making:  # the warm-up's thread and the UI loop may both ask first
+        if _executor is None:
+            _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trove-lexing")
+        return _executor

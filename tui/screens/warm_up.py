@@ -7,7 +7,7 @@ code drawn plain at start-up are built off the loop and that code is drawn
 again (tui.code_lexers), what the first streamed reply draws with (its widget,
 Rich's Markdown, markdown-it, the lexers of the languages most often fenced)
 is imported and built in a worker thread rather than on the loop as the
-first reply arrives, and the model
+first reply arrives (the thread its code is lexed in started), and the model
 client's import is paid before the first prompt needs it, after the first
 frames: the import competes for the GIL.
 """
@@ -63,11 +63,13 @@ def prepare_first_turn() -> None:
     streamed reply draws with."""
     import engine.continuity  # noqa: F401  (imported is the point)
     import engine.continuity.capture  # noqa: F401
+    from tui.live import lexing
     from tui.live.markdown import LiveMarkdown
     from tui.widgets import assistant_message  # noqa: F401  (imported is the point)
 
     LiveMarkdown("`x` *y*\n\n```\nz\n```\n")  # the parser, made once, and its rules
     code_lexers.build_common()
+    lexing.start()  # the thread a streamed code block is lexed in
 
 
 def _highlight(screen: Screen[Any]) -> None:
