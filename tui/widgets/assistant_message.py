@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import time
 from collections import deque
+from functools import partial
 from typing import TYPE_CHECKING
 
 from rich.markdown import Markdown as RichMarkdown
@@ -190,21 +191,20 @@ class AssistantMessage(PastReply):
         live = self._live
         return self._relexed or (self._streaming and live is not None and live.lexing)
 
-    def _draw(self) -> None:
+    def _draw(self, *, for_keys: bool = True) -> None:
+        """The frame's timer: draw what waits, unless it is held back for keys (`for_keys`:
+        not once a key's echo let it go)."""
         self._frame = None
         due = self._pending or self._relexed
         if self._finished or not due or self._busy or not self.is_mounted:
             return
         started = time.monotonic()
-        held = self._held_for_keys(started)
+        held = self._held_for_keys(started) if for_keys else 0.0
         self._held = bool(held)
         if held:
             self._frame = self.set_timer(held, self._draw, name="reply frame")
             self.app.after_echo(self._after_echo)
             return
-        self._draw_now(started)
-
-    def _draw_now(self, started: float) -> None:
         self._show_pending()
         self._busy = True
         if not self.call_after_refresh(self._drawn, started):
@@ -218,13 +218,8 @@ class AssistantMessage(PastReply):
         self._frame.stop()
         self._held = False
         self._due = 0.0
-        self._frame = self.set_timer(ECHO_GAP, self._draw_held, name="reply frame")
-
-    def _draw_held(self) -> None:
-        self._frame = None
-        due = self._pending or self._relexed
-        if due and not self._finished and not self._busy and self.is_mounted:
-            self._draw_now(time.monotonic())
+        draw = partial(self._draw, for_keys=False)
+        self._frame = self.set_timer(ECHO_GAP, draw, name="reply frame")
 
     def _held_for_keys(self, now: float) -> float:
         """Seconds this frame waits so that keys go first (0: draw now).
