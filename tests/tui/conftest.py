@@ -23,6 +23,7 @@ from engine.threads.thread import Thread
 from tests.support import client_for
 from tui.app import TroveApp
 from tui.live import collection
+from tui.screens.warm_up import warmed
 from tui.widgets.key_footer import KeyFooter
 from tui.widgets.transcript import Transcript
 
@@ -118,6 +119,16 @@ async def until(pilot: Pilot[Any], ready: Callable[[], bool]) -> None:
             return
         await pilot.pause()
     raise AssertionError("the app never reached the awaited state")
+
+
+async def warmed_up(pilot: Pilot[Any]) -> None:
+    """Until the app's warm-up has ended (start-up's last change, a second or more after
+    its thread opened; `until`'s rounds can pass sooner): a state wait, bounded by LIMIT."""
+    app: TroveApp = pilot.app  # type: ignore[assignment]
+    deadline = asyncio.get_running_loop().time() + LIMIT
+    while not warmed(app.chat):
+        assert asyncio.get_running_loop().time() < deadline, "the warm-up never ended"
+        await pilot.pause(0.05)
 
 
 async def type_text(pilot: Pilot[Any], text: str) -> None:

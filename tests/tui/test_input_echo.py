@@ -16,8 +16,7 @@ from typing import Any
 from textual import events
 
 from engine import events as ev
-from tests.tui.conftest import LIMIT, app_on_thread, settle
-from tui.screens.warm_up import warmed
+from tests.tui.conftest import LIMIT, app_on_thread, settle, warmed_up
 from tui.widgets.prompt_input import PromptInput
 from tui.widgets.transcript import Transcript
 
@@ -48,8 +47,7 @@ async def _until(ready: Any) -> None:
 async def _quiet(pilot: Any) -> None:
     """Settled, and start-up's warm-up run to its end."""
     await settle(pilot)
-    screen = pilot.app.screen
-    await _until(lambda: warmed(screen))
+    await warmed_up(pilot)
     await settle(pilot)
 
 

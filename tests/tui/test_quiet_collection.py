@@ -6,22 +6,12 @@ from __future__ import annotations
 import asyncio
 import gc
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from engine.util import collector
-from tests.tui.conftest import LIMIT, settle
+from tests.tui.conftest import LIMIT, settle, warmed_up
 from tui.live import collection
-from tui.screens.warm_up import warmed
-
-
-async def _warm(pilot: Any) -> None:
-    """Until the app's warm-up has ended (a second or more after its thread opened)."""
-    deadline = asyncio.get_running_loop().time() + LIMIT
-    while not warmed(pilot.app.chat):
-        assert asyncio.get_running_loop().time() < deadline, "the warm-up never ended"
-        await pilot.pause(collection.CHECK / 2)
 
 
 def fall_due(times: int = 1) -> None:
@@ -98,7 +88,7 @@ async def test_the_app_runs_a_due_collection_once_the_keys_stop(
 
     async with app.run_test(size=(100, 32)) as pilot:
         await settle(pilot)
-        await _warm(pilot)  # none runs before the warm-up's end (its freeze resets `due`)
+        await warmed_up(pilot)  # none runs before the warm-up's end (its freeze resets `due`)
         assert gc.get_threshold()[2] == collection.OUT_OF_REACH
         monkeypatch.setattr(collection, "collect_when_quiet", counted)
         app.typed_at = float("inf")  # a key "keeps arriving": only overdue ones may run
@@ -147,7 +137,7 @@ async def test_no_full_collection_runs_before_the_warm_up_has_ended(
             await pilot.pause(collection.CHECK / 2)
         assert not any(gates) and collection.due() >= 1
         release.set()
-        await _warm(pilot)  # its freeze leaves nothing due; what falls due now runs
+        await warmed_up(pilot)  # its freeze leaves nothing due; what falls due now runs
         fall_due()
         deadline = asyncio.get_running_loop().time() + LIMIT
         while collection.due():
